@@ -1,0 +1,22 @@
+"""Synthetic problems as pytrees with known constants (L, mu, optimum, equilibrium ...)."""
+
+from jaxopt_icml.problems.games import (
+    LinearOperator,
+    NoisyOperator,
+    bilinear_game,
+    monotone_linear,
+    random_orthogonal,
+    strongly_monotone_linear,
+)
+from jaxopt_icml.problems.quadratics import Quadratic, random_quadratic
+
+__all__ = [
+    "LinearOperator",
+    "NoisyOperator",
+    "Quadratic",
+    "bilinear_game",
+    "monotone_linear",
+    "random_orthogonal",
+    "random_quadratic",
+    "strongly_monotone_linear",
+]
