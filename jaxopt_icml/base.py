@@ -230,18 +230,28 @@ def run_seeds(
     """
     num_steps = _check_num_steps(num_steps)
     if shard:
-        from jaxopt_icml import mesh as mesh_lib
-
-        batched = functools.partial(
-            _run_batched, alg, num_steps=num_steps, trace_fn=trace_fn, field=field,
-            batch_x0=batch_x0, batch_oracle=batch_oracle,
-        )
-        in_axes = (0 if batch_x0 else None, 0 if batch_oracle else None, 0)
-        return mesh_lib.shard_seeds(batched, in_axes)(x0, oracle, keys)
+        sharded = _sharded_runner(alg, num_steps, trace_fn, field, batch_x0, batch_oracle,
+                                  tuple(jax.local_devices()))
+        return sharded(x0, oracle, keys)
     return _run_batched_jit(
         alg, x0, oracle, keys, num_steps=num_steps, trace_fn=trace_fn, field=field,
         batch_x0=batch_x0, batch_oracle=batch_oracle,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _sharded_runner(alg, num_steps, trace_fn, field, batch_x0, batch_oracle, devices):
+    """The seed-sharded program, built once per static configuration (no recompilation when
+    ``run_seeds(..., shard=True)`` is called again with the same objects)."""
+    del devices  # part of the cache key only: the mesh spans the current local devices
+    from jaxopt_icml import mesh as mesh_lib
+
+    batched = functools.partial(
+        _run_batched, alg, num_steps=num_steps, trace_fn=trace_fn, field=field,
+        batch_x0=batch_x0, batch_oracle=batch_oracle,
+    )
+    in_axes = (0 if batch_x0 else None, 0 if batch_oracle else None, 0)
+    return mesh_lib.shard_seeds(batched, in_axes)
 
 
 def _run_batched(alg, x0, oracle, keys, *, num_steps, trace_fn, field, batch_x0, batch_oracle):

@@ -65,9 +65,12 @@ def restore(directory, target, *, step: int | None = None):
     step = latest_step(directory) if step is None else step
     if step is None:
         raise FileNotFoundError(f"no checkpoint under {_abs(directory)}")
-    abstract = jax.tree.map(
-        lambda a: a if isinstance(a, jax.ShapeDtypeStruct) else jax.ShapeDtypeStruct(a.shape, a.dtype),
-        target,
-    )
+    def to_abstract(a):
+        if isinstance(a, jax.ShapeDtypeStruct):
+            return a
+        # Keep the target's placement, so a sharded state comes back sharded the same way.
+        return jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None))
+
+    abstract = jax.tree.map(to_abstract, target)
     with manager(directory) as mngr:
         return mngr.restore(step, args=ocp.args.StandardRestore(abstract))

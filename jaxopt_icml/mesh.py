@@ -66,7 +66,12 @@ def shard(step: Callable, mesh: jax.sharding.Mesh | None = None, *,
         out = step(*squeezed)
         return jax.tree.map(lambda a: a[None], out)
 
-    fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=spec, out_specs=spec))
+    # check_vma=False gives collectives the semantics of ``jax.vmap(..., axis_name=...)`` (the
+    # ones ``simulate`` uses): a loop carry started from a constant may become worker-dependent,
+    # and the transpose of ``psum`` under ``jax.grad`` is a ``psum``, as in vmap and pmap. With
+    # the check on, such steps would fail to trace or differentiate differently from simulate().
+    fn = jax.jit(jax.shard_map(per_device, mesh=mesh, in_specs=spec, out_specs=spec,
+                               check_vma=False))
 
     def call(*args):
         num = jax.tree.leaves(args)[0].shape[0]
@@ -88,6 +93,11 @@ def shard_seeds(batched: Callable, in_axes: tuple) -> Callable:
     """
     mesh = make_mesh("seeds")
     specs = tuple(PartitionSpec("seeds") if a == 0 else PartitionSpec() for a in in_axes)
+    # Seeds never communicate, so replicated inputs (a shared x0 or oracle) may feed a scan carry
+    # that becomes seed-dependent: the varying-manual-axes check would reject that carry, hence
+    # check_vma=False. Built and jitted once here, so repeated calls reuse the compiled program.
+    fn = jax.jit(jax.shard_map(batched, mesh=mesh, in_specs=specs,
+                               out_specs=PartitionSpec("seeds"), check_vma=False))
 
     def call(*args):
         num = [jax.tree.leaves(a)[0].shape[0] for a, ax in zip(args, in_axes) if ax == 0][0]
@@ -99,7 +109,6 @@ def shard_seeds(batched: Callable, in_axes: tuple) -> Callable:
         placed = tuple(
             jax.device_put(a, NamedSharding(mesh, s)) for a, s in zip(args, specs)
         )
-        fn = jax.shard_map(batched, mesh=mesh, in_specs=specs, out_specs=PartitionSpec("seeds"))
-        return jax.jit(fn)(*placed)
+        return fn(*placed)
 
     return call

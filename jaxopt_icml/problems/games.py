@@ -89,7 +89,12 @@ class NoisyOperator(struct.PyTreeNode):
 
 
 def random_orthogonal(key, n: int, dtype=jnp.float32):
-    """Haar-distributed orthogonal matrix (QR of a Gaussian with sign correction)."""
+    """Haar-distributed orthogonal matrix (QR of a Gaussian with sign correction).
+
+    Note: building many problems at once with ``jit(vmap(...))`` in float64 has been seen to hang
+    in jaxlib 0.10.2 on a 2-core CPU (batched QR/pinv custom calls waiting on one thread pool);
+    build instances with ``jax.lax.map`` instead of ``vmap`` there.
+    """
     q, r = jnp.linalg.qr(jax.random.normal(key, (n, n), dtype))
     return q * jnp.sign(jnp.diag(r))[None, :]
 
@@ -152,5 +157,6 @@ def monotone_linear(key, d: int, *, rank: int | None = None, skew_scale: float =
     rank = d // 2 if rank is None else rank
     if d < 1 or not 0 <= rank <= d:
         raise ValueError(f"need d >= 1 and 0 <= rank <= d, got d={d}, rank={rank}")
-    eigs = jnp.concatenate([jnp.zeros((d - rank,), dtype), jnp.linspace(0.1, 1.0, rank, dtype=dtype)])
+    positive = jnp.linspace(0.1, 1.0, rank, dtype=dtype)
+    eigs = jnp.concatenate([jnp.zeros((d - rank,), dtype), positive])
     return _linear_from(key, d, eigs, skew_scale, dtype)

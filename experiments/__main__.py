@@ -1,0 +1,191 @@
+"""Command line: ``python -m experiments <command> ...`` (run from the repository root).
+
+Commands::
+
+    list                         catalog slugs, titles and which have an experiment
+    run <slug> [--quick] [--seeds N] [--out DIR] [--resume] [--strict] [--shard] [--key K]
+                                 run one experiment, print its claims table, write
+                                 DIR/results.json and DIR/<figure>.png
+                                 (default DIR: runs/<slug>, or runs/<slug>-quick)
+    notebooks [--check] [slug ...]
+                                 regenerate colab/<slug>.ipynb, or check they are up to date
+    bench ...                    benchmarks (experiments/bench.py)
+
+Adding a command: write a module with ``add_arguments(parser)`` and ``main(args) -> int`` and
+register it in :data:`COMMANDS` with :func:`from_module` (imported only when the command is used),
+or register a :class:`Command` built from two functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+
+class Command(NamedTuple):
+    """A subcommand: its one-line help, its argument setup and its entry point."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    main: Callable[[argparse.Namespace], int]
+
+
+def from_module(module: str, help: str) -> Command:
+    """A command implemented by ``module.add_arguments`` and ``module.main``, imported lazily."""
+    return Command(
+        help=help,
+        add_arguments=lambda parser: importlib.import_module(module).add_arguments(parser),
+        main=lambda args: importlib.import_module(module).main(args),
+    )
+
+
+# --------------------------------------------------------------------------- list
+
+
+def _list_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--available", action="store_true",
+                        help="only the papers that have an experiment module")
+
+
+def _list_main(args: argparse.Namespace) -> int:
+    from experiments import common
+    from jaxopt_icml import catalog
+
+    available = set(common.available_slugs())
+    rows = [(str(p.id), p.slug, "yes" if p.slug in available else "no", p.title)
+            for p in catalog.papers() if p.slug in available or not args.available]
+    header = ("id", "slug", "experiment", "title")
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(3)]
+    for row in [header] + rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row[:3], widths, strict=True)) + "  " + row[3])
+    print(f"\n{len(available)} of {len(catalog.papers())} papers have an experiment")
+    return 0
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _run_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("slug", help="paper slug (see `python -m experiments list`)")
+    parser.add_argument("--quick", action="store_true", help="QUICK config (CI size)")
+    parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
+    parser.add_argument("--out", default=None,
+                        help="output directory (default runs/<slug>, runs/<slug>-quick)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue from the checkpoints under the output directory")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit with status 1 when a claim fails")
+    parser.add_argument("--shard", action="store_true",
+                        help="shard the seeds over all local devices (seeds must be a multiple "
+                             "of the device count)")
+    parser.add_argument("--key", type=int, default=0, help="PRNG seed of the run (default 0)")
+
+
+def _run_main(args: argparse.Namespace) -> int:
+    from experiments import common
+
+    common.use_agg()
+    try:
+        exp = common.load(args.slug)
+    except common.UnknownExperiment as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+    import jax
+
+    from jaxopt_icml import theory
+
+    try:
+        cfg = common.with_seeds(exp.QUICK if args.quick else exp.FULL, args.seeds)
+    except ValueError as err:
+        print(f"error: --seeds: {err}", file=sys.stderr)
+        return 2
+    num_devices = jax.device_count()
+    if args.shard and cfg.seeds % num_devices:
+        print(f"error: --shard needs seeds ({cfg.seeds}) to be a multiple of the device count "
+              f"({num_devices}); pass --seeds", file=sys.stderr)
+        return 2
+    out = Path(args.out or Path("runs") / (args.slug + ("-quick" if args.quick else "")))
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{exp.SLUG}: {'QUICK' if args.quick else 'FULL'} config, {cfg.seeds} seeds, "
+          f"key {args.key}, {num_devices} {jax.default_backend()} device(s) -> {out}")
+
+    start = time.perf_counter()
+    results = exp.run(cfg, jax.random.PRNGKey(args.key), shard=args.shard, progress=True,
+                      out_dir=str(out), resume=args.resume)
+    results = jax.block_until_ready(results)
+    wall = time.perf_counter() - start
+
+    claims = theory.check(exp.CLAIMS, results)
+    metrics = exp.summarize(results)
+    figures = exp.plot(results, cfg)
+    paths = common.save_figures(figures, out)
+    payload = {
+        "slug": exp.SLUG,
+        "title": exp.TITLE,
+        "quick": bool(args.quick),
+        "seeds": cfg.seeds,
+        "key": args.key,
+        "shard": bool(args.shard),
+        "resume": bool(args.resume),
+        "config": common.config_dict(cfg),
+        "versions": common.versions(),
+        "devices": common.devices(),
+        "wall_time_s": wall,
+        "metrics": metrics,
+        "claims": [c.as_dict() for c in claims],
+        "all_claims_passed": all(c.passed for c in claims),
+        "figures": [p.name for p in paths],
+    }
+    results_path = common.write_json(out / "results.json", payload)
+
+    print(f"\nrun took {wall:.1f} s")
+    for name, value in common.to_jsonable(metrics).items():
+        print(f"  {name}: {value}")
+    print()
+    print(theory.format_claims(claims))
+    print(f"\nwrote {results_path} and {len(paths)} figure(s)")
+    failed = [c.name for c in claims if not c.passed]
+    if failed:
+        print(f"{len(failed)} claim(s) failed: {', '.join(failed)}",
+              file=sys.stderr if args.strict else sys.stdout)
+    return 1 if failed and args.strict else 0
+
+
+# --------------------------------------------------------------------------- registry
+
+COMMANDS: dict[str, Command] = {
+    "list": Command("list the papers and which have an experiment", _list_arguments, _list_main),
+    "run": Command("run one experiment and check its claims", _run_arguments, _run_main),
+    "notebooks": from_module("experiments.notebooks",
+                             "regenerate the Colab notebooks, or --check they are up to date"),
+    "bench": from_module("experiments.bench", "benchmarks against existing implementations"),
+}
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    """The parser; only the command named in ``argv`` gets its arguments (and its imports)."""
+    parser = argparse.ArgumentParser(prog="python -m experiments",
+                                     description="jaxopt_icml experiments")
+    sub = parser.add_subparsers(dest="command", metavar="command", required=True)
+    selected = next((a for a in argv if not a.startswith("-")), None)
+    for name, command in COMMANDS.items():
+        p = sub.add_parser(name, help=command.help, description=command.help)
+        if name == selected:
+            command.add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
+    return int(COMMANDS[args.command].main(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

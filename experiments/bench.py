@@ -1,0 +1,232 @@
+"""Benchmarks: median time ratios against the best existing implementation, in one process.
+
+``python -m experiments bench [--quick] [--repeats R] [--out DIR]`` measures, interleaved on the
+same inputs (each round times A then B, the ratio is taken per round, the median over rounds is
+reported):
+
+1. ``goma_vs_sgd``: one jitted GOMA update + apply on a 10M-parameter pytree vs ``optax.sgd``.
+2. ``sam_k1_vs_optax_sam``: one jitted Multi-step SAM (K = 1) update vs ``optax.contrib.sam``
+   (opaque mode, normalized SGD adversary) on a small MLP regression loss.
+3. ``scan_vmap_vs_python_loop``: a GOMA theory check (bilinear game) over 64 seeds as one
+   ``lax.scan`` + ``vmap`` program vs a Python loop over seeds and steps of a jitted step.
+
+Absolute times are only meaningful on a GPU/TPU; ratios on the CPU say how much overhead a
+method adds over its baseline there.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxopt_icml import base, problems
+from jaxopt_icml.minimax import goma
+from jaxopt_icml.optim import multistep_sam
+
+TARGETS = {
+    "goma_vs_sgd": ("<=", 2.5),
+    "sam_k1_vs_optax_sam": ("<=", 1.15),
+    "scan_vmap_vs_python_loop": (">=", 20.0),
+}
+
+
+def _block(tree):
+    return jax.tree.map(lambda a: a.block_until_ready(), tree)
+
+
+def _time(fn: Callable[[], object], inner: int) -> float:
+    start = time.perf_counter()
+    for _ in range(inner):
+        out = fn()
+    _block(out)
+    return (time.perf_counter() - start) / inner
+
+
+def interleaved_ratio(fn_a, fn_b, *, repeats: int, inner: int) -> dict:
+    """Median over rounds of time(A)/time(B); both functions are warmed up (compiled) first."""
+    _block(fn_a())
+    _block(fn_b())
+    ta, tb = [], []
+    for _ in range(repeats):
+        ta.append(_time(fn_a, inner))
+        tb.append(_time(fn_b, inner))
+    ratios = np.asarray(ta) / np.asarray(tb)
+    return {
+        "ratio_median": float(np.median(ratios)),
+        "ratio_q25": float(np.quantile(ratios, 0.25)),
+        "ratio_q75": float(np.quantile(ratios, 0.75)),
+        "a_median_s": float(np.median(ta)),
+        "b_median_s": float(np.median(tb)),
+        "repeats": repeats,
+        "inner": inner,
+    }
+
+
+def _big_pytree(num_params: int, key) -> dict:
+    # A few leaves of mixed shapes summing to num_params (like a small network).
+    sizes = {"embed": (num_params // 2,), "dense": (num_params // 4 // 1000, 1000)}
+    rest = num_params - (sizes["embed"][0] + sizes["dense"][0] * sizes["dense"][1])
+    sizes["bias"] = (rest,)
+    keys = jax.random.split(key, len(sizes))
+    return {n: jax.random.normal(k, s) for (n, s), k in zip(sizes.items(), keys)}
+
+
+def bench_goma_vs_sgd(*, num_params: int, repeats: int, inner: int) -> dict:
+    """A training-loop step ``(z, state) <- step(z, state, g)`` with the iterate and the optimizer
+    state donated (updated in place), as a real loop runs it, for both methods."""
+    params = _big_pytree(num_params, jax.random.PRNGKey(0))
+    grads = jax.tree.map(lambda p: 0.01 * p, params)
+
+    def stepper(tx):
+        @functools.partial(jax.jit, donate_argnums=(0, 1))
+        def step(p, s, g):
+            u, s = tx.update(g, s, p)
+            return optax.apply_updates(p, u), s
+
+        carry = [jax.tree.map(jnp.copy, params), tx.init(params)]
+
+        def call():
+            carry[0], carry[1] = step(carry[0], carry[1], grads)
+            return carry[0]
+
+        return call
+
+    out = interleaved_ratio(stepper(goma(0.1)), stepper(optax.sgd(0.1)),
+                            repeats=repeats, inner=inner)
+    out["num_params"] = int(sum(p.size for p in jax.tree.leaves(params)))
+    return out
+
+
+def _mlp_loss(params, batch):
+    x, y = batch
+    h = jnp.tanh(x @ params["w1"] + params["b1"])
+    return jnp.mean((h @ params["w2"] + params["b2"] - y) ** 2)
+
+
+def bench_sam(*, width: int, repeats: int, inner: int) -> dict:
+    k = jax.random.split(jax.random.PRNGKey(1), 4)
+    d_in, n = 64, 512
+    params = {
+        "w1": jax.random.normal(k[0], (d_in, width)) / np.sqrt(d_in),
+        "b1": jnp.zeros(width),
+        "w2": jax.random.normal(k[1], (width, 1)) / np.sqrt(width),
+        "b2": jnp.zeros(1),
+    }
+    batch = (jax.random.normal(k[2], (n, d_in)), jax.random.normal(k[3], (n, 1)))
+    grad = jax.grad(_mlp_loss)
+    rho = 0.05
+
+    def stepper(tx):
+        state = tx.init(params)
+
+        @jax.jit
+        def step(p, s):
+            g = grad(p, batch)
+            u, s = tx.update(g, s, p, grad_fn=lambda q, i: grad(q, batch))
+            return optax.apply_updates(p, u), s
+
+        return lambda: step(params, state)
+
+    ours = multistep_sam(optax.sgd(0.1), rho=rho, inner_steps=1, warm_start=False)
+    theirs = optax.contrib.sam(optax.sgd(0.1),
+                               optax.chain(optax.contrib.normalize(), optax.sgd(rho)),
+                               sync_period=2, opaque_mode=True)
+    out = interleaved_ratio(stepper(ours), stepper(theirs), repeats=repeats, inner=inner)
+    out["num_params"] = int(sum(p.size for p in jax.tree.leaves(params)))
+    return out
+
+
+def bench_scan_vmap(*, seeds: int, steps: int, dim: int, repeats: int) -> dict:
+    game = problems.bilinear_game(jax.random.PRNGKey(2), dim)
+    keys = jax.random.split(jax.random.PRNGKey(3), seeds)
+    z0 = jnp.ones(2 * dim)
+    tx = goma(0.3)
+    trace = lambda step, state, oracle: oracle.residual_sq(step.x)
+    alg = base.from_transformation(tx)
+
+    def fused():
+        return base.run_seeds(alg, z0, game, keys, steps, trace_fn=trace)[1]
+
+    step_jit = jax.jit(alg.update)
+    init_jit = jax.jit(alg.init)
+    residual_jit = jax.jit(game.residual_sq)
+
+    def python_loop():
+        traces = []
+        for key in keys:
+            init_key, update_key = jax.random.split(key)
+            state = init_jit(z0, init_key)
+            row = []
+            for t in range(steps):
+                step, state = step_jit(state, game, jax.random.fold_in(update_key, t))
+                row.append(residual_jit(step.x))
+            traces.append(jnp.stack(row))
+        return jnp.stack(traces)
+
+    # Same numbers both ways (the loop is an honest re-implementation, not a strawman).
+    np.testing.assert_allclose(np.asarray(fused()), np.asarray(python_loop()), rtol=1e-4, atol=1e-6)
+    out = interleaved_ratio(python_loop, fused, repeats=repeats, inner=1)
+    out.update(seeds=seeds, steps=steps, dim=dim)
+    return out
+
+
+def run_all(*, quick: bool = False, repeats: int | None = None) -> dict:
+    """Runs the three benchmarks; ``quick`` shrinks sizes (for CI smoke tests only)."""
+    if quick:
+        sizes = dict(num_params=200_000, width=64, seeds=8, steps=50)
+        repeats = repeats or 3
+    else:
+        sizes = dict(num_params=10_000_000, width=256, seeds=64, steps=200)
+        repeats = repeats or 15
+    results = {
+        "goma_vs_sgd": bench_goma_vs_sgd(num_params=sizes["num_params"], repeats=repeats,
+                                         inner=5),
+        "sam_k1_vs_optax_sam": bench_sam(width=sizes["width"], repeats=repeats, inner=20),
+        "scan_vmap_vs_python_loop": bench_scan_vmap(seeds=sizes["seeds"], steps=sizes["steps"],
+                                                    dim=10, repeats=max(3, repeats // 5)),
+    }
+    for name, (op, target) in TARGETS.items():
+        value = results[name]["ratio_median"]
+        results[name]["target"] = f"{op} {target}"
+        results[name]["meets_target"] = bool(value <= target if op == "<=" else value >= target)
+    results["backend"] = jax.default_backend()
+    results["devices"] = [str(d) for d in jax.devices()]
+    results["quick"] = quick
+    return results
+
+
+def format_table(results: dict) -> str:
+    lines = [f"{'benchmark':28s} {'median ratio':>12s} {'IQR':>17s} {'target':>9s}  met",
+             "-" * 76]
+    for name in TARGETS:
+        r = results[name]
+        lines.append(f"{name:28s} {r['ratio_median']:12.3f} "
+                     f"[{r['ratio_q25']:6.3f}, {r['ratio_q75']:6.3f}] {r['target']:>9s}  "
+                     f"{'yes' if r['meets_target'] else 'NO'}")
+    lines.append(f"backend: {results['backend']}  ({len(results['devices'])} device(s))")
+    return "\n".join(lines)
+
+
+def main(args) -> int:
+    results = run_all(quick=args.quick, repeats=args.repeats)
+    print(format_table(results))
+    out = args.out or os.path.join("runs", "bench" + ("-quick" if args.quick else ""))
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "bench.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"wrote {os.path.join(out, 'bench.json')}")
+    return 0
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    parser.add_argument("--repeats", type=int, default=None, help="interleaved rounds")
+    parser.add_argument("--out", default=None, help="output directory (default runs/bench)")

@@ -1,0 +1,293 @@
+"""The 71 papers: slug -> family, public symbols, experiment, notebook, test, and derived status.
+
+The rows come from the packaged ``catalog.json`` (id, slug, title, family). Two things are added
+here:
+
+* :data:`SYMBOLS`, the one hand-maintained mapping: the public names a paper's family module
+  exports. Only implemented papers have an entry; edit it when a paper lands or a name changes.
+* the canonical locations of everything else a paper has (family module, experiment module,
+  notebook, test file), derived from the slug and family.
+
+Status is never typed in: :func:`status` looks at the code, the repository files and (on request)
+the experiment's claims, and reports what actually exists. Files outside the package (``tests/``,
+``experiments/``, ``colab/``) are looked up in the repository checkout that holds this package;
+when the package is installed without a checkout they are reported absent.
+
+Command line::
+
+    python -m jaxopt_icml.catalog            # the table with counts
+    python -m jaxopt_icml.catalog --claims   # also run each experiment's QUICK claims (slow)
+    python -m jaxopt_icml.catalog --json     # the same as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import importlib.resources
+import json
+import os
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+from jaxopt_icml import FAMILIES
+
+__all__ = [
+    "EXPERIMENT_INTERFACE",
+    "FAMILIES",
+    "Paper",
+    "SYMBOLS",
+    "get",
+    "load_experiment",
+    "main",
+    "papers",
+    "raw_rows",
+    "repo_root",
+    "status",
+    "slugs",
+]
+
+
+# Public names exported by each implemented paper's family module (``jaxopt_icml.<family>``).
+# The one place to edit when a paper is implemented or renames a symbol. Papers without an entry
+# have no code yet.
+SYMBOLS: dict[str, tuple[str, ...]] = {
+    "goma": (
+        "goma", "scale_by_goma", "goma_stochastic", "extragradient", "ogda", "popov", "eag_c",
+        "feg", "anchored_popov", "dseg", "sgda",
+    ),
+    "multistep_sam": ("multistep_sam", "scale_by_multistep_sam"),
+}
+
+# What every experiment module defines (see CONVENTIONS.md section 8).
+EXPERIMENT_INTERFACE = (
+    "SLUG", "TITLE", "Config", "QUICK", "FULL", "make_problem", "make_methods", "run",
+    "summarize", "plot", "CLAIMS",
+)
+
+_PARTS = ("code", "tests", "experiment", "notebook")
+
+
+class Paper(NamedTuple):
+    """One catalog row with the canonical locations of its parts.
+
+    Attributes:
+      id: paper number (1..71).
+      slug: short name; also the experiment, notebook and test file stem.
+      title: paper title as in the catalog.
+      family: one of :data:`FAMILIES`.
+      symbols: public names in ``module`` (empty until the paper is implemented).
+      module: the family module, e.g. ``"jaxopt_icml.minimax"``.
+      experiment: the experiment module, e.g. ``"experiments.goma"``.
+      notebook: notebook path relative to the repository root, e.g. ``"colab/goma.ipynb"``.
+      test: test file relative to the repository root, e.g. ``"tests/minimax/test_goma.py"``.
+    """
+
+    id: int
+    slug: str
+    title: str
+    family: str
+    symbols: tuple[str, ...]
+    module: str
+    experiment: str
+    notebook: str
+    test: str
+
+    @property
+    def experiment_path(self) -> str:
+        """The experiment module's file, relative to the repository root."""
+        return self.experiment.replace(".", "/") + ".py"
+
+
+def raw_rows() -> list[dict]:
+    """The packaged ``catalog.json`` exactly as stored (a list of dicts)."""
+    text = importlib.resources.files("jaxopt_icml").joinpath("catalog.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=1)
+def papers() -> tuple[Paper, ...]:
+    """All rows, in catalog order."""
+    out = []
+    for row in raw_rows():
+        slug, family = row["slug"], row["family"]
+        out.append(Paper(
+            id=int(row["id"]),
+            slug=slug,
+            title=row["title"],
+            family=family,
+            symbols=tuple(SYMBOLS.get(slug, ())),
+            module=f"jaxopt_icml.{family}",
+            experiment=f"experiments.{slug}",
+            notebook=f"colab/{slug}.ipynb",
+            test=f"tests/{family}/test_{slug}.py",
+        ))
+    return tuple(out)
+
+
+def slugs() -> tuple[str, ...]:
+    return tuple(p.slug for p in papers())
+
+
+def get(slug: str) -> Paper:
+    """The row for ``slug``; ``KeyError`` listing the valid slugs otherwise."""
+    for p in papers():
+        if p.slug == slug:
+            return p
+    raise KeyError(f"unknown paper slug {slug!r}; valid slugs: {', '.join(slugs())}")
+
+
+def repo_root() -> Path | None:
+    """The checkout holding this package (parent of ``jaxopt_icml/``), or ``None``.
+
+    A directory counts as a checkout when it has ``pyproject.toml`` beside the package; an
+    installed copy in ``site-packages`` does not.
+    """
+    root = Path(__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def _root(root) -> Path | None:
+    return repo_root() if root is None else Path(root)
+
+
+def load_experiment(slug: str, root=None):
+    """Imports ``experiments.<slug>`` from the checkout ``root`` (default: :func:`repo_root`).
+
+    The checkout is put on ``sys.path`` when it is not there already.
+
+    Raises:
+      KeyError: ``slug`` is not in the catalog.
+      FileNotFoundError: there is no checkout or no ``experiments/<slug>.py`` in it.
+    """
+    paper = get(slug)
+    root = _root(root)
+    if root is None or not (root / paper.experiment_path).is_file():
+        where = "no repository checkout" if root is None else str(root / paper.experiment_path)
+        raise FileNotFoundError(f"paper {slug!r} has no experiment module ({where})")
+    root_str = str(root.resolve())
+    if not any(os.path.abspath(p or os.curdir) == root_str for p in sys.path):
+        sys.path.insert(0, root_str)
+    return importlib.import_module(paper.experiment)
+
+
+def _has_code(paper: Paper) -> bool:
+    if not paper.symbols:
+        return False
+    try:
+        module = importlib.import_module(paper.module)
+    except ImportError:
+        return False
+    return all(hasattr(module, name) for name in paper.symbols)
+
+
+def _has_experiment(paper: Paper, root: Path | None) -> bool:
+    if root is None or not (root / paper.experiment_path).is_file():
+        return False
+    try:
+        module = load_experiment(paper.slug, root)
+    except Exception:  # noqa: BLE001 - a module that fails to import is not an experiment
+        return False
+    return (all(hasattr(module, name) for name in EXPERIMENT_INTERFACE)
+            and module.SLUG == paper.slug and bool((module.__doc__ or "").strip()))
+
+
+def _claims_pass(paper: Paper, root: Path | None) -> bool:
+    import jax
+
+    from jaxopt_icml import theory
+
+    module = load_experiment(paper.slug, root)
+    results = module.run(module.QUICK, jax.random.PRNGKey(0))
+    return all(r.passed for r in theory.check(module.CLAIMS, results))
+
+
+def status(paper: Paper | str, root=None, *, claims: bool = False) -> dict:
+    """What exists for ``paper``, derived from the code and files, never typed in.
+
+    Args:
+      paper: a :class:`Paper` or a slug.
+      root: repository checkout (default: the one holding this package; ``None`` when the
+        package is installed without one, and then tests/experiment/notebook are absent).
+      claims: also run the experiment's QUICK config with ``PRNGKey(0)`` and check its CLAIMS
+        (expensive). Only evaluated when the experiment exists.
+
+    Returns:
+      ``{"code", "tests", "experiment", "notebook"}`` booleans (plus ``"claims"`` when
+      requested) and ``"status"``: ``"complete"`` when all of them hold, ``"empty"`` when none
+      does, else ``"partial"``.
+    """
+    paper = get(paper) if isinstance(paper, str) else paper
+    root = _root(root)
+    out = {
+        "code": _has_code(paper),
+        "tests": root is not None and (root / paper.test).is_file(),
+        "experiment": _has_experiment(paper, root),
+        "notebook": root is not None and (root / paper.notebook).is_file(),
+    }
+    if claims:
+        out["claims"] = out["experiment"] and _claims_pass(paper, root)
+    flags = [out[k] for k in out]
+    out["status"] = "complete" if all(flags) else ("empty" if not any(flags) else "partial")
+    return out
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _table(rows: list[tuple[Paper, dict]], with_claims: bool) -> str:
+    parts = _PARTS + (("claims",) if with_claims else ())
+    header = ("id", "slug", "family") + parts + ("status",)
+    lines = [header]
+    for paper, st in rows:
+        marks = tuple("x" if st[p] else "." for p in parts)
+        lines.append((str(paper.id), paper.slug, paper.family) + marks + (st["status"],))
+    widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
+    text = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines]
+    text.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(text)
+
+
+def _counts(rows: list[tuple[Paper, dict]], with_claims: bool) -> dict:
+    parts = _PARTS + (("claims",) if with_claims else ())
+    counts = {p: sum(bool(st[p]) for _, st in rows) for p in parts}
+    for word in ("complete", "partial", "empty"):
+        counts[word] = sum(st["status"] == word for _, st in rows)
+    counts["total"] = len(rows)
+    return counts
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m jaxopt_icml.catalog",
+                                     description="Status of the 71 papers, derived from the code.")
+    parser.add_argument("--claims", action="store_true",
+                        help="also run each experiment's QUICK claims (slow)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    args = parser.parse_args(argv)
+    root = repo_root()
+    rows = [(p, status(p, root, claims=args.claims)) for p in papers()]
+    counts = _counts(rows, args.claims)
+    if args.json:
+        payload = {
+            "root": None if root is None else str(root),
+            "papers": [
+                {**p._asdict(), "symbols": list(p.symbols),
+                 "has": {k: v for k, v in st.items() if k != "status"}, "status": st["status"]}
+                for p, st in rows
+            ],
+            "counts": counts,
+        }
+        print(json.dumps(payload, indent=2))
+        return 0
+    print(_table(rows, args.claims))
+    print()
+    print("  ".join(f"{k}: {v}" for k, v in counts.items()))
+    if root is None:
+        print("(no repository checkout found: tests, experiments and notebooks reported absent)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

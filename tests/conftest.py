@@ -1,0 +1,59 @@
+"""Test configuration: 8 simulated CPU devices, markers, shared fixtures.
+
+The device count must be fixed before JAX initialises its backend, so it is set here, at import
+time, before any test module imports JAX: ``XLA_FLAGS`` gains
+``--xla_force_host_platform_device_count=8`` (appended to flags already set). If a pytest plugin
+imported JAX first, ``jax_num_cpu_devices`` is set instead (valid until the backend starts).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+NUM_CPU_DEVICES = 8
+_FLAG = "--xla_force_host_platform_device_count"
+
+if _FLAG not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = " ".join(
+        f for f in (os.environ.get("XLA_FLAGS", ""), f"{_FLAG}={NUM_CPU_DEVICES}") if f)
+
+if "jax" in sys.modules:  # imported by a plugin before this file ran
+    try:
+        sys.modules["jax"].config.update("jax_num_cpu_devices", NUM_CPU_DEVICES)
+    except RuntimeError:  # backend already initialised: mesh tests then skip or adapt
+        pass
+
+import jax  # noqa: E402
+import pytest  # noqa: E402
+
+# Strict dtype promotion and rank-promotion errors (as optimistix does) were tried: optax's own
+# transforms (e.g. bias correction mixing int32 counts with float hyperparameters) raise under
+# "strict", so the suite keeps JAX's standard promotion; dtype preservation is checked
+# explicitly by the property matrix instead.
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+_MARKERS = {
+    "claims": "runs a paper's claims at quick size with fixed seeds",
+    "notebooks": "executes a colab/ notebook with the quick configuration",
+    "slow": "longer tests",
+}
+
+
+def pytest_configure(config):
+    registered = " ".join(config.getini("markers"))
+    for name, doc in _MARKERS.items():
+        if f"{name}:" not in registered:
+            config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+@pytest.fixture
+def key():
+    """A fresh typed PRNG key."""
+    return jax.random.key(0)
+
+
+@pytest.fixture
+def num_devices():
+    """The number of local devices (8 simulated CPU devices unless a backend was preset)."""
+    return jax.local_device_count()

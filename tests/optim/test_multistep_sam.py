@@ -1,0 +1,336 @@
+"""Tests of Multi-step SAM (jaxopt_icml.optim.multistep_sam) and its experiment."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxopt_icml import theory
+from jaxopt_icml.optim import multistep_sam, scale_by_multistep_sam
+from jaxopt_icml.testing import TransformationCase
+
+
+def _case_maker(k: int, warm: bool):
+    """``make`` for the property matrix; every default is a bool or None so that
+    ``optax.inject_hyperparams(make)`` injects only ``rho`` and ``learning_rate`` (an int
+    ``inner_steps`` would become a traced array there and cannot fix the loop length)."""
+
+    def make(rho=0.05, learning_rate=0.1, *, base_optimizer=None, inner_steps=None,
+             inner_lr=None, warm_start=None, normalize=True, axis_name=None):
+        base = optax.sgd(learning_rate) if base_optimizer is None else base_optimizer
+        return multistep_sam(
+            base, rho=rho, inner_steps=k if inner_steps is None else inner_steps,
+            inner_lr=inner_lr, warm_start=warm if warm_start is None else warm_start,
+            normalize=normalize, axis_name=axis_name)
+
+    return make
+
+
+_INVALID = (
+    ({"rho": -0.1}, "rho"),
+    ({"rho": float("nan")}, "rho"),
+    ({"inner_steps": 0}, "inner_steps"),
+    ({"inner_steps": 1.5}, "inner_steps"),
+    ({"inner_steps": True}, "inner_steps"),
+    ({"inner_lr": 0.0}, "inner_lr"),
+    ({"base_optimizer": 3}, "base_optimizer"),
+    ({"warm_start": "yes"}, "warm_start"),
+    ({"normalize": 1}, "normalize"),
+    ({"axis_name": ""}, "axis_name"),
+)
+
+
+def _grad_fn_from(loss_fn):
+    return {"grad_fn": lambda p, i: jax.grad(loss_fn)(p)}
+
+
+# lr_name="rho": the perturbation radius is the float hyperparameter the optax wrappers act on
+# (injected by inject_hyperparams, or replaced by a schedule of the update count, which
+# multistep_sam accepts directly). ``learning_rate`` of the base SGD is injectable as well.
+CONTRACT_CASES = (
+    TransformationCase(
+        name="multistep_sam_k1_cold", make=_case_maker(1, False), kwargs={"rho": 0.05},
+        invalid=_INVALID, extra_args=_grad_fn_from, needs_params=True, lr_name="rho"),
+    TransformationCase(
+        name="multistep_sam_k3_warm", make=_case_maker(3, True), kwargs={"rho": 0.05},
+        invalid=_INVALID, extra_args=_grad_fn_from, needs_params=True, lr_name="rho"),
+)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _loss(p):
+    return (jnp.sum(jnp.exp(0.3 * p["a"])) + jnp.sum(jnp.sin(p["b"]["c"]) ** 2)
+            + 0.5 * p["s"] ** 2 * jnp.sum(p["a"] ** 2))
+
+
+def _params():
+    return {"a": jnp.arange(3.0) / 3, "b": {"c": jnp.full((2, 2), 0.7)}, "s": jnp.asarray(1.5)}
+
+
+def _grad_fn(p, i):
+    del i
+    return jax.grad(_loss)(p)
+
+
+def _tree_norm(t):
+    return float(np.sqrt(sum(np.sum(np.asarray(x, np.float64) ** 2) for x in jax.tree.leaves(t))))
+
+
+A = np.array([1.5, 0.7])
+C = np.array([0.3, -0.2])
+
+
+def _np_grad(w):
+    """Gradient of the spec's 2-D exp function, by hand."""
+    u = A * (w - C)
+    g = A * (np.exp(u) - 1.0)
+    g = g + 0.5 * (w[0] - w[1]) * np.array([1.0, -1.0])
+    return g
+
+
+def _np_proj(d, rho):
+    n = np.linalg.norm(d)
+    return d if n <= rho else d * rho / n
+
+
+# --------------------------------------------------------------------------- SAM special case
+
+
+def test_k1_cold_equals_optax_sam_bitwise():
+    """K=1, no warm start, alpha=rho is SAM: equal to optax.contrib.sam at every step."""
+    rho = 0.05
+    ours = multistep_sam(optax.sgd(0.1, momentum=0.9), rho=rho, inner_steps=1, warm_start=False)
+    ref = optax.contrib.sam(optax.sgd(0.1, momentum=0.9),
+                            optax.chain(optax.contrib.normalize(), optax.sgd(rho)),
+                            sync_period=2, opaque_mode=True)
+
+    def steps(tx):
+        upd = jax.jit(lambda g, s, p: tx.update(g, s, p, grad_fn=_grad_fn))
+        p, s, out = _params(), tx.init(_params()), []
+        for _ in range(6):
+            u, s = upd(jax.grad(_loss)(p), s, p)
+            p = optax.apply_updates(p, u)
+            out.append(p)
+        return out
+
+    for a, b in zip(steps(ours), steps(ref), strict=True):
+        jax.tree.map(np.testing.assert_array_equal, a, b)
+
+
+# --------------------------------------------------------------------------- NumPy reference
+
+
+@pytest.mark.parametrize("warm,normalize,inner_lr", [(True, True, 0.7), (False, True, None),
+                                                     (True, False, 0.3)])
+def test_matches_numpy_rederivation_float64(warm, normalize, inner_lr):
+    rho, K, lr = 0.8, 4, 0.15
+    alpha = rho if inner_lr is None else inner_lr
+    w = np.array([0.4, -0.9])
+    d_prev = np.zeros(2)
+    ref = []
+    for _ in range(5):  # NumPy: projected ascent on Delta, then SGD on grad l(w + Delta_K)
+        d = _np_proj(d_prev, rho) if warm else np.zeros(2)
+        g = _np_grad(w + d)
+        for _ in range(K):
+            step = alpha * g / max(np.linalg.norm(g), 1e-12) if normalize else alpha * g
+            d = _np_proj(d + step, rho)
+            g = _np_grad(w + d)
+        w = w - lr * g
+        d_prev = d
+        ref.append((w.copy(), d.copy()))
+
+    def loss(p):
+        a, c = jnp.asarray(A), jnp.asarray(C)
+        u = a * (p - c)
+        return jnp.sum(jnp.exp(u) - u) + 0.25 * (p[0] - p[1]) ** 2
+
+    with jax.enable_x64(True):
+        tx = multistep_sam(optax.sgd(lr), rho=rho, inner_steps=K, inner_lr=inner_lr,
+                           warm_start=warm, normalize=normalize)
+        upd = jax.jit(lambda g, s, p: tx.update(g, s, p, grad_fn=lambda q, i: jax.grad(loss)(q)))
+        p = jnp.asarray([0.4, -0.9], jnp.float64)
+        s = tx.init(p)
+        for w_ref, d_ref in ref:
+            u, s = upd(jax.grad(loss)(p), s, p)
+            p = optax.apply_updates(p, u)
+            assert p.dtype == jnp.float64
+            np.testing.assert_allclose(np.asarray(p), w_ref, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(np.asarray(s.delta), d_ref, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------- the ball
+
+
+def test_delta_stays_in_ball_unlike_optax_unprojected():
+    rho, K = 0.3, 5
+    p0 = _params()
+    dists = []
+
+    def recording_grad_fn(p, i):
+        dist = jnp.sqrt(sum(jnp.sum((a - b) ** 2) for a, b in
+                            zip(jax.tree.leaves(p), jax.tree.leaves(p0), strict=True)))
+        jax.debug.callback(lambda x: dists.append(float(x)), dist)
+        return jax.grad(_loss)(p)
+
+    tx = scale_by_multistep_sam(rho=rho, inner_steps=K, warm_start=True)
+    s = tx.init(p0)
+    for _ in range(3):  # params fixed: the warm start keeps pushing on the boundary
+        _, s = tx.update(jax.grad(_loss)(p0), s, p0, grad_fn=recording_grad_fn)
+        assert _tree_norm(s.delta) <= rho * (1 + 1e-6)
+    jax.effects_barrier()
+    assert len(dists) == K + 2 * (K + 1)
+    assert max(dists) <= rho * (1 + 1e-6)
+
+    # optax's sync_period=K+1 accumulates K normalized steps without projecting.
+    ref = optax.contrib.sam(optax.identity(), optax.chain(optax.contrib.normalize(),
+                                                          optax.sgd(rho)),
+                            sync_period=K + 1, opaque_mode=True)
+    dists.clear()
+    ref.update(jax.grad(_loss)(p0), ref.init(p0), p0, grad_fn=recording_grad_fn)
+    jax.effects_barrier()
+    assert max(dists) > 2 * rho
+
+
+def test_global_norm_spans_all_leaves():
+    """One ascent step from 0 is rho * g / ||g||_global, not a per-leaf normalization."""
+    rho = 0.1
+    p = {"big": jnp.array([3.0, -1.0]), "small": jnp.array([0.01])}
+    loss = lambda q: 2.0 * jnp.sum(q["big"] ** 2) + jnp.sum(q["small"] ** 2)
+    g = jax.grad(loss)(p)
+    tx = scale_by_multistep_sam(rho=rho, inner_steps=1, warm_start=False)
+    _, s = tx.update(g, tx.init(p), p, grad_fn=lambda q, i: jax.grad(loss)(q))
+    gn = _tree_norm(g)
+    for k in p:
+        np.testing.assert_allclose(s.delta[k], rho * np.asarray(g[k]) / gn, rtol=1e-6)
+    assert _tree_norm(s.delta["small"]) < 0.01 * rho
+    np.testing.assert_allclose(_tree_norm(s.delta), rho, rtol=1e-6)
+
+
+def test_pmean_over_axis_name_equals_full_batch():
+    """With axis_name, each worker's gradients are averaged before any norm is taken."""
+    data = jnp.array([[1.0, 2.0], [-0.5, 0.3], [2.0, -1.0], [0.1, 0.4]])
+    loss = lambda p, x: jnp.mean(jnp.exp(x @ p) - x @ p)
+    p = jnp.array([0.2, -0.1])
+
+    def worker(x):
+        tx = multistep_sam(optax.sgd(0.1), rho=0.5, inner_steps=3, warm_start=False,
+                           axis_name="w")
+        g = jax.grad(loss)(p, x)
+        u, _ = tx.update(g, tx.init(p), p, grad_fn=lambda q, i: jax.grad(loss)(q, x))
+        return u
+
+    per_worker = jax.vmap(worker, axis_name="w")(data.reshape(2, 2, 2))
+    tx = multistep_sam(optax.sgd(0.1), rho=0.5, inner_steps=3, warm_start=False)
+    full, _ = tx.update(jax.grad(loss)(p, data), tx.init(p), p,
+                        grad_fn=lambda q, i: jax.grad(loss)(q, data))
+    np.testing.assert_allclose(per_worker[0], full, rtol=1e-5)
+    np.testing.assert_allclose(per_worker[1], full, rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- gradient calls
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_grad_fn_calls_counted_at_runtime(warm):
+    K = 3
+    calls = []
+
+    def counting_grad_fn(p, i):
+        jax.debug.callback(lambda j: calls.append(int(j)), i)
+        return jax.grad(_loss)(p)
+
+    tx = multistep_sam(optax.sgd(0.1), rho=0.1, inner_steps=K, warm_start=warm)
+    upd = jax.jit(lambda g, s, p: tx.update(g, s, p, grad_fn=counting_grad_fn))
+    p, s = _params(), tx.init(_params())
+    per_update = []
+    for _ in range(3):
+        calls.clear()
+        u, s = upd(jax.grad(_loss)(p), s, p)
+        p = optax.apply_updates(p, u)
+        jax.block_until_ready(p)
+        jax.effects_barrier()
+        per_update.append(sorted(calls))
+    if warm:  # Delta_0 = 0 on the first update: the given gradient is reused
+        assert per_update == [[1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]
+    else:
+        assert per_update == [[0, 1, 2]] * 3
+
+
+# --------------------------------------------------------------------------- dtypes, edge cases
+
+
+def test_bf16_params_keep_dtype_delta_float32():
+    p = jax.tree.map(lambda x: x.astype(jnp.bfloat16), _params())
+    tx = multistep_sam(optax.sgd(0.1), rho=0.1, inner_steps=2)
+    s = tx.init(p)
+    gf = lambda q, i: jax.grad(_loss)(q)
+    for _ in range(2):
+        u, s = tx.update(jax.grad(_loss)(p), s, p, grad_fn=gf)
+        p = optax.apply_updates(p, u)
+    assert all(x.dtype == jnp.bfloat16 for x in jax.tree.leaves(u) + jax.tree.leaves(p))
+    assert all(x.dtype == jnp.float32 for x in jax.tree.leaves(s.delta))
+    assert s.count.dtype == jnp.int32
+
+
+def test_zero_gradient_is_finite():
+    p = {"w": jnp.zeros(3)}
+    tx = multistep_sam(optax.sgd(0.1), rho=0.1, inner_steps=3)
+    zero = lambda q, i: jax.tree.map(jnp.zeros_like, q)
+    s = tx.init(p)
+    for _ in range(2):
+        u, s = tx.update(zero(p, 0), s, p, grad_fn=zero)
+    assert np.all(np.isfinite(u["w"])) and np.all(np.asarray(s.delta["w"]) == 0)
+
+
+def test_invalid_arguments_name_the_argument():
+    for case in CONTRACT_CASES:
+        for override, arg in case.invalid:
+            with pytest.raises(ValueError, match=arg):
+                case.make(**{**case.kwargs, **override})
+
+
+# --------------------------------------------------------------------------- experiment
+
+
+@pytest.mark.claims
+def test_quick_claims():
+    """QUICK config, fixed key: every claim passes (deterministic: no false-failure rate beyond
+    the seeds being fixed; margins are in the claims' sources)."""
+    import experiments.multistep_sam as exp
+
+    results = exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    checked = theory.check(exp.CLAIMS, results)
+    assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
+    failed = [c for c in checked if not c.passed]
+    assert not failed, theory.format_claims(checked)
+
+
+def test_classifier_resume_is_bitwise(tmp_path):
+    import experiments.multistep_sam as exp
+
+    cfg = dataclasses.replace(exp.QUICK, seeds=2, clf_steps=150, ckpt_every=50)
+    x, y = exp.two_moons(jax.random.PRNGKey(0), cfg.clf_train, cfg.clf_noise)
+    prob = {"clf_train_x": x, "clf_train_y": y}
+    keys = jax.random.split(jax.random.PRNGKey(1), cfg.seeds)
+    params0 = exp.classifier_init(cfg, keys)
+    name = "Multi-step SAM K=3"
+    tx = exp.make_classifier_methods(cfg)[name]
+    straight = exp.train_classifier(cfg, prob, params0, keys, name, tx)
+    saved = exp.train_classifier(cfg, prob, params0, keys, name, tx, out_dir=tmp_path)
+    # Simulate a crash after step 100: drop the last checkpoint, then resume.
+    ckdir = exp._method_dir(tmp_path, name)
+    shutil.rmtree(os.path.join(ckdir, "150"))
+    resumed = exp.train_classifier(cfg, prob, params0, keys, name, tx, out_dir=tmp_path,
+                                   resume=True)
+    for other in (saved, resumed):
+        assert jax.tree.structure(other) == jax.tree.structure(straight)
+        jax.tree.map(np.testing.assert_array_equal, straight, other)

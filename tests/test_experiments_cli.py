@@ -1,0 +1,138 @@
+"""``python -m experiments``: list, the unknown-slug error, an end-to-end quick run; helpers."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from experiments import common  # noqa: E402
+from jaxopt_icml import catalog  # noqa: E402
+
+
+def cli(*args, timeout=120):
+    env = {**os.environ, "TQDM_DISABLE": "1"}
+    return subprocess.run([sys.executable, "-m", "experiments", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_lists_the_commands():
+    proc = cli("--help")
+    assert proc.returncode == 0, proc.stderr
+    for name in ("list", "run", "notebooks", "bench"):
+        assert name in proc.stdout
+
+
+def test_list():
+    proc = cli("list")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].split()[:3] == ["id", "slug", "experiment"]
+    rows = [line.split() for line in lines[1:] if line.strip()]
+    assert [r[1] for r in rows[:-1]] == list(catalog.slugs())
+    assert rows[-1][:3] == [str(len(common.available_slugs())), "of", "71"]
+    goma = next(line for line in lines if line.split()[1:2] == ["goma"])
+    assert "GOMA" in goma
+
+
+def test_unknown_slug_is_a_clear_error():
+    proc = cli("run", "no_such_paper", "--quick")
+    assert proc.returncode == 2
+    assert "no_such_paper" in proc.stderr
+    assert "experiments available:" in proc.stderr
+    for slug in common.available_slugs():
+        assert slug in proc.stderr
+
+
+def test_run_goma_quick_end_to_end(tmp_path):
+    out = tmp_path / "goma-run"
+    proc = cli("run", "goma", "--quick", "--out", str(out), "--strict", timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS" in proc.stdout
+    payload = json.loads((out / "results.json").read_text())
+    assert payload["slug"] == "goma" and payload["quick"] is True and payload["key"] == 0
+    assert payload["config"]["seeds"] == payload["seeds"]
+    assert set(payload["versions"]) >= {"python", "jax", "jaxlib", "optax", "flax",
+                                        "jaxopt_icml"}
+    assert payload["devices"] and payload["wall_time_s"] > 0
+    assert payload["metrics"]
+    assert payload["claims"] and all(c["passed"] for c in payload["claims"])
+    assert set(payload["claims"][0]) == {"name", "value", "op", "threshold", "passed", "source"}
+    assert payload["figures"]
+    for name in payload["figures"]:
+        png = out / name
+        assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cfg:
+    seeds: int = 2
+    steps: int = 10
+    sizes: tuple = (1, 2)
+
+
+class _Tup(NamedTuple):
+    seeds: int = 2
+    lr: float = 0.1
+
+
+def test_with_seeds_and_config_dict():
+    assert common.with_seeds(_Cfg(), 8) == _Cfg(seeds=8)
+    assert common.with_seeds(_Tup(), 4) == _Tup(seeds=4)
+    assert common.with_seeds(_Cfg(), None) == _Cfg()
+    with pytest.raises(ValueError, match="seeds"):
+        common.with_seeds(_Cfg(), 0)
+    assert common.config_dict(_Cfg()) == {"seeds": 2, "steps": 10, "sizes": [1, 2]}
+
+
+def test_to_jsonable_is_strict_json(tmp_path):
+    import jax.numpy as jnp
+
+    payload = {"a": np.float32(1.5), "b": jnp.arange(3), "c": float("nan"), "d": (1, -np.inf),
+               "e": _Tup(), "f": np.int64(3)}
+    path = common.write_json(tmp_path / "x" / "r.json", payload)
+    back = json.loads(path.read_text())
+    assert back == {"a": 1.5, "b": [0, 1, 2], "c": "nan", "d": [1, "-inf"],
+                    "e": {"seeds": 2, "lr": 0.1}, "f": 3}
+
+
+def test_band_plot_and_save_figures(tmp_path):
+    common.use_agg()
+    import matplotlib.pyplot as plt
+
+    ks = np.arange(1, 21)
+    values = np.exp(np.random.default_rng(0).normal(size=(5, 20))) / ks
+    fig, ax = plt.subplots()
+    line = common.band_plot(ax, ks, values, "m")
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    np.testing.assert_allclose(line.get_ydata(), np.median(values, 0))
+    assert len(ax.collections) == 1  # the 10-90% band
+    common.band_plot(ax, ks, values[0], "one seed")  # no band for a single seed
+    assert len(ax.collections) == 1
+    with pytest.raises(ValueError, match="shape"):
+        common.band_plot(ax, ks, values[:, :5], "bad")
+    paths = common.save_figures({"fig": fig}, tmp_path)
+    assert paths == [tmp_path / "fig.png"] and paths[0].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_describe_problem():
+    out = common.describe({"L": 2.0, "mu": np.float32(0.5), "A": np.zeros((10, 10)),
+                           "z": np.array([1.0, 2.0])})
+    assert out == {"L": 2.0, "mu": 0.5, "A": "array(10, 10) float64", "z": [1.0, 2.0]}
+
+
+def test_load_unknown_slug():
+    with pytest.raises(common.UnknownExperiment, match="not a catalog slug"):
+        common.load("no_such_paper")

@@ -1,0 +1,123 @@
+"""Colab notebooks: generated from the experiment modules, committed up to date, executable.
+
+The execution tests (marker ``notebooks``) run every notebook with nbclient in QUICK mode
+(``JAXOPT_ICML_QUICK=1``) from the repository root and fail on any cell error. Deselect them with
+``-m "not notebooks"``.
+"""
+
+import difflib
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from experiments import common, notebooks  # noqa: E402
+from jaxopt_icml import catalog  # noqa: E402
+
+# Implemented papers must have a notebook; so must every experiment module present.
+_WANTED = set(catalog.SYMBOLS) | set(common.available_slugs())
+SLUGS = [p.slug for p in catalog.papers() if p.slug in _WANTED]
+
+
+@pytest.mark.parametrize("slug", SLUGS)
+def test_committed_notebook_is_generated(slug):
+    path = ROOT / catalog.get(slug).notebook
+    assert path.is_file(), f"{path} missing: run `python -m experiments notebooks`"
+    committed, generated = path.read_text(encoding="utf-8"), notebooks.render(slug)
+    if committed != generated:
+        diff = difflib.unified_diff(committed.splitlines(), generated.splitlines(),
+                                    "committed", "generated", lineterm="", n=1)
+        pytest.fail(f"{path} is out of date: run `python -m experiments notebooks`\n"
+                    + "\n".join(list(diff)[:30]))
+
+
+def test_no_orphan_notebooks():
+    available = set(common.available_slugs())
+    orphans = [p.name for p in (ROOT / "colab").glob("*.ipynb") if p.stem not in available]
+    assert not orphans, f"notebooks without an experiment module: {orphans}"
+
+
+def _fake_experiment():
+    exp = types.ModuleType("fake_goma")
+    exp.__doc__ = """Fake experiment.
+
+    Problem: find $z$ with $F(z) = 0$.
+
+    ## Update equations
+
+    $$z_{k+1} = z_k - \\gamma F(z_k)$$
+    """
+    exp.SLUG, exp.TITLE = "goma", "fake"
+    return exp
+
+
+def test_notebook_structure_and_determinism():
+    exp = _fake_experiment()
+    text = notebooks.render("goma", exp)
+    assert text == notebooks.render("goma", exp)  # deterministic: no ids, times or outputs vary
+    nb = json.loads(text)
+    cells = {c["id"]: c for c in nb["cells"]}
+    assert len(cells) == len(nb["cells"])
+    src = {k: "".join(c["source"]) for k, c in cells.items()}
+    for c in nb["cells"]:
+        if c["cell_type"] == "code":
+            assert c["outputs"] == [] and c["execution_count"] is None
+    assert src["title"].startswith("# " + catalog.get("goma").title)
+    assert "Fake experiment." in src["introduction"] and "    " not in src["introduction"]
+    assert "z_{k+1}" in src["methods-md"]
+    assert notebooks.REPO_URL in src["install"] and "git" in src["install"]
+    assert "jax.devices()" in src["devices"]
+    assert notebooks.QUICK_ENV in src["config"] and "from experiments import goma as exp" in (
+        src["config"])
+    assert "exp.make_problem" in src["problem"] and "exp.make_methods" in src["methods"]
+    assert "theory.check(exp.CLAIMS, results)" in src["claims"]
+    assert "exp.plot" in src["plots"]
+    assert "jax.device_count()" in src["scale-up"] and "shard=True" in src["scale-up"]
+    meta = nb["metadata"]
+    assert meta["kernelspec"]["name"] == "python3"
+    assert meta["accelerator"] == "GPU" and meta["colab"]["name"] == "goma.ipynb"
+    for code in (s for k, s in src.items() if cells[k]["cell_type"] == "code"):
+        compile(code, "<cell>", "exec")
+
+
+def test_install_cell_is_harmless_in_a_checkout(tmp_path, monkeypatch):
+    # Run from a subdirectory of the checkout: it must find the root, not clone anything.
+    install = "".join(
+        next(c for c in json.loads(notebooks.render("goma", _fake_experiment()))["cells"]
+             if c["id"] == "install")["source"])
+    monkeypatch.chdir(ROOT / "tests")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    calls = []
+    monkeypatch.setattr("subprocess.run", lambda *a, **k: calls.append(a))
+    scope = {}
+    exec(compile(install, "<install>", "exec"), scope)  # noqa: S102
+    assert calls == [] and Path.cwd() == ROOT and scope["root"] == ROOT
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("slug", SLUGS)
+def test_notebook_executes_quick(slug):
+    notebooks.execute(slug, quick=True)
+
+
+def test_update_markdown_falls_back_to_the_first_display_equation():
+    exp = _fake_experiment()
+    exp.__doc__ = ("# Title with methods in it\n\nIntro.\n\n**Method** (one call):\n\n"
+                   "$$z_{k+1} = z_k - F(z_k)$$\n\n## Claims\n\n```\n# not a heading\n```\n")
+    cells = {c["id"]: "".join(c["source"])
+             for c in json.loads(notebooks.render("goma", exp))["cells"]}
+    assert cells["methods-md"] == ("## The methods\n\n**Method** (one call):\n\n"
+                                   "$$z_{k+1} = z_k - F(z_k)$$")
+    # Headings move one level down (the catalog title is the only h1); code is untouched.
+    assert cells["introduction"].startswith("## Title with methods in it")
+    assert "### Claims" in cells["introduction"] and "\n# not a heading" in cells["introduction"]
+    exp.UPDATE = "$$x = y$$"
+    cells = {c["id"]: "".join(c["source"])
+             for c in json.loads(notebooks.render("goma", exp))["cells"]}
+    assert cells["methods-md"] == "## The methods\n\n$$x = y$$"
