@@ -11,6 +11,16 @@ parametrizes over ``case x check``. A check raises ``AssertionError`` (with the 
 property fails and ``unittest.SkipTest`` when it does not apply to the case (pytest reports it as
 skipped). This module imports no test framework.
 
+Transformation checks: ``jit`` (jit == eager, one trace for repeated calls), ``unknown_extra_args``,
+``vmap`` (over construction keys, or over parameters), ``pytree`` (mixed tree, ``eval_shape``
+init), ``dtypes`` (bf16/f32 kept, state avals stable), ``float64``, ``determinism``,
+``key_reuse``, ``checkpoint`` (orbax), ``chain``, ``inject_hyperparams``, ``multi_steps``,
+``masked``, ``apply_if_finite``, ``schedule``, ``pmap``, ``invalid``. Algorithm checks: ``jit``
+(including no retrace in ``run``/``run_seeds``), ``info``, ``vmap_seeds``, ``shard_seeds``,
+``determinism``, ``key_reuse``, ``dtypes`` (f32, f64), ``bfloat16``, ``checkpoint``,
+``invalid``. Each case's object, jitted step and reference run are built once per process and
+shared by its checks, since compilation dominates the run time.
+
 Transformations are driven by a separable smooth test loss over a mixed pytree
 (:func:`make_params`, :func:`matrix_loss`): every leaf ``p`` with path ``k`` contributes
 ``0.5 * ||a_k * p - b_k||^2`` with fixed coefficients that depend on the path only, so the loss
@@ -35,6 +45,9 @@ __all__ = [
     "AlgorithmCase",
     "TransformationCase",
     "algorithm_checks",
+    "assert_trees_close",
+    "assert_trees_equal",
+    "checks_for",
     "make_params",
     "matrix_loss",
     "transformation_checks",
@@ -152,13 +165,6 @@ def assert_trees_close(a, b, what: str = "trees", *, rtol=_F32_TOL["rtol"],
 def _trees_differ(a, b) -> bool:
     return any(not np.array_equal(_as_numpy(x), _as_numpy(y), equal_nan=True)
                for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
-
-
-def _avals(tree):
-    """``(shape, dtype, weak_type)`` per leaf of a tree of arrays or ShapeDtypeStructs."""
-    def one(a):
-        return (tuple(a.shape), jnp.dtype(a.dtype), bool(getattr(a, "weak_type", False)))
-    return jax.tree.map(one, tree)
 
 
 def _assert_same_avals(a, b, what: str, *, weak_type: bool = True) -> None:

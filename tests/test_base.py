@@ -12,8 +12,11 @@ from jaxopt_icml import base, problems
 STEPS = 4
 
 
+_bilinear = jax.jit(problems.bilinear_game, static_argnums=1)  # one compile, not op by op
+
+
 def _game(noise=0.0):
-    game = problems.bilinear_game(jax.random.key(0), 2)
+    game = _bilinear(jax.random.key(0), 2)
     return problems.NoisyOperator(game, jnp.float32(noise), jnp.float32(noise))
 
 
@@ -61,7 +64,7 @@ def test_run_default_trace_is_info():
 
 
 def test_run_deterministic_oracle_matches_closed_form():
-    game = problems.bilinear_game(jax.random.key(1), 2)
+    game = _bilinear(jax.random.key(1), 2)
     _, xs = base.run(ALG, X0, game, jax.random.key(0), STEPS, trace_fn=_trace_x)
     M, c = np.asarray(game.M, np.float64), np.asarray(game.c, np.float64)
     x = np.ones(4)
@@ -128,7 +131,7 @@ def test_run_seeds_shard_rejects_indivisible_seed_count():
 def test_run_seeds_batched_x0_and_oracles():
     """Different problem instances (and starting points) per seed."""
     n = 4
-    games = jax.vmap(lambda k: problems.bilinear_game(k, 2))(base.split_keys(jax.random.key(7), n))
+    games = jax.vmap(lambda k: _bilinear(k, 2))(base.split_keys(jax.random.key(7), n))
     x0s = jnp.arange(n * 4, dtype=jnp.float32).reshape(n, 4) / 10
     keys = base.split_keys(jax.random.key(8), n)
     _, xs = base.run_seeds(ALG, x0s, games, keys, STEPS, trace_fn=_trace_x,
@@ -164,7 +167,7 @@ def test_from_transformation_field_fn_counts_oracle_calls():
             return jax.tree.map(lambda u: -lr * u, g2), state
         return optax.GradientTransformationExtraArgs(lambda p: optax.EmptyState(), update)
 
-    game = problems.bilinear_game(jax.random.key(1), 2)
+    game = _bilinear(jax.random.key(1), 2)
     alg = base.from_transformation(extragradient(0.2))
     _, trace = base.run(alg, X0, game, jax.random.key(0), STEPS,
                         trace_fn=lambda s, st, o: (s.x, s.info["oracle_calls"]))

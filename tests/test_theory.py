@@ -177,7 +177,7 @@ def test_format_claims_table():
                         theory.Claim("b", lambda r: 2.0, "<", 1.0)], None)
     table = theory.format_claims(out)
     lines = table.splitlines()
-    assert lines[0].split() == ["claim", "measured", "threshold", "result"]
+    assert lines[0].split() == ["claim", "measured", "op", "threshold", "result"]
     assert set(lines[1].replace(" ", "")) == {"-"}
     assert "first_claim" in lines[2] and "0.1235" in lines[2] and lines[2].endswith("PASS")
     assert lines[3].startswith("b ") and lines[3].endswith("FAIL")

@@ -50,4 +50,4 @@ def random_quadratic(key, d: int, *, mu: float = 0.01, L: float = 1.0, grad_nois
     H = (Q * eigs[None, :]) @ Q.T
     x_star = jax.random.normal(k2, (d,), dtype)
     f = lambda v: jnp.asarray(v, dtype)
-    return Quadratic(H, x_star, f(0.0), f(L), f(mu), f(grad_noise))
+    return Quadratic(H, x_star, f(0.0), jnp.max(eigs), jnp.min(eigs), f(grad_noise))
