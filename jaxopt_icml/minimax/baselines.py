@@ -194,7 +194,9 @@ def _zeros_like(params):
 
 
 def _copy(params):
-    return jax.tree.map(lambda p: jnp.asarray(p), params)
+    """A real copy: the anchor must not share a buffer with ``params`` (donating the state in a
+    training loop would otherwise delete the caller's parameters)."""
+    return jax.tree.map(lambda p: jnp.array(p, copy=True), params)
 
 
 def _cast_like(tree, like):
