@@ -274,3 +274,12 @@ def test_claims_quick():
     checked = theory.check(exp.CLAIMS, results)
     failed = [r for r in checked if not r.passed]
     assert not failed, theory.format_claims(checked)
+
+
+def test_anchor_does_not_share_the_params_buffer():
+    # Donating the optimizer state (an in-place training loop) must not delete the caller's
+    # parameters: the anchor is a copy, not an alias.
+    params = {"w": jnp.arange(4.0)}
+    state = mm.goma(0.1).init(params)
+    jax.jit(lambda s: jax.tree.map(lambda a: a + 0, s), donate_argnums=0)(state)
+    np.testing.assert_array_equal(np.asarray(params["w"]), np.arange(4.0))
