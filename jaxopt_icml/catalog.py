@@ -204,6 +204,23 @@ def _claims_pass(paper: Paper, root: Path | None) -> bool:
     return all(r.passed for r in theory.check(module.CLAIMS, results))
 
 
+def recorded_claims(paper: Paper, root: Path | None) -> bool | None:
+    """Whether the newest ``runs/<slug>*/results.json`` (written by ``python -m experiments
+    run``) records every claim passing; ``None`` when no run was recorded."""
+    if root is None or not (root / "runs").is_dir():
+        return None
+    candidates = [p for p in (root / "runs").glob(f"{paper.slug}*/results.json")
+                  if p.parent.name == paper.slug or p.parent.name.startswith(f"{paper.slug}-")]
+    if not candidates:
+        return None
+    newest = max(candidates, key=lambda p: p.stat().st_mtime)
+    try:
+        claims = json.loads(newest.read_text()).get("claims", [])
+    except (OSError, ValueError):
+        return None
+    return bool(claims) and all(c.get("passed") for c in claims)
+
+
 def status(paper: Paper | str, root=None, *, claims: bool = False) -> dict:
     """What exists for ``paper``, derived from the code and files, never typed in.
 
@@ -211,13 +228,14 @@ def status(paper: Paper | str, root=None, *, claims: bool = False) -> dict:
       paper: a :class:`Paper` or a slug.
       root: repository checkout (default: the one holding this package; ``None`` when the
         package is installed without one, and then tests/experiment/notebook are absent).
-      claims: also run the experiment's QUICK config with ``PRNGKey(0)`` and check its CLAIMS
-        (expensive). Only evaluated when the experiment exists.
+      claims: run the experiment's QUICK config with ``PRNGKey(0)`` and check its CLAIMS
+        (expensive). Without it, the newest recorded run under ``runs/`` is read, if any.
 
     Returns:
-      ``{"code", "tests", "experiment", "notebook"}`` booleans (plus ``"claims"`` when
-      requested) and ``"status"``: ``"complete"`` when all of them hold, ``"empty"`` when none
-      does, else ``"partial"``.
+      ``{"code", "tests", "experiment", "notebook"}`` booleans, ``"claims"`` (``True``/``False``,
+      or ``None`` when neither evaluated nor recorded) and ``"status"``: ``"complete"`` when the
+      four parts exist and no claim is known to fail, ``"empty"`` when nothing exists, else
+      ``"partial"``.
     """
     paper = get(paper) if isinstance(paper, str) else paper
     root = _root(root)
@@ -227,32 +245,43 @@ def status(paper: Paper | str, root=None, *, claims: bool = False) -> dict:
         "experiment": _has_experiment(paper, root),
         "notebook": root is not None and (root / paper.notebook).is_file(),
     }
-    if claims:
-        out["claims"] = out["experiment"] and _claims_pass(paper, root)
-    flags = [out[k] for k in out]
-    out["status"] = "complete" if all(flags) else ("empty" if not any(flags) else "partial")
+    if not out["experiment"]:
+        out["claims"] = None
+    elif claims:
+        out["claims"] = _claims_pass(paper, root)
+    else:
+        out["claims"] = recorded_claims(paper, root)
+    flags = [out[k] for k in _PARTS]
+    if all(flags) and out["claims"] is not False:
+        out["status"] = "complete"
+    else:
+        out["status"] = "empty" if not any(flags) else "partial"
     return out
+
+
+_CLAIM_MARK = {True: "pass", False: "FAIL", None: "?"}
 
 
 # --------------------------------------------------------------------------- command line
 
 
-def _table(rows: list[tuple[Paper, dict]], with_claims: bool) -> str:
-    parts = _PARTS + (("claims",) if with_claims else ())
-    header = ("id", "slug", "family") + parts + ("status",)
+def _table(rows: list[tuple[Paper, dict]]) -> str:
+    header = ("id", "slug", "family") + _PARTS + ("claims", "status")
     lines = [header]
     for paper, st in rows:
-        marks = tuple("x" if st[p] else "." for p in parts)
-        lines.append((str(paper.id), paper.slug, paper.family) + marks + (st["status"],))
+        marks = tuple("x" if st[p] else "." for p in _PARTS)
+        claims = _CLAIM_MARK[st["claims"]] if st["experiment"] else "."
+        lines.append((str(paper.id), paper.slug, paper.family) + marks
+                     + (claims, st["status"]))
     widths = [max(len(r[i]) for r in lines) for i in range(len(header))]
     text = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in lines]
     text.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(text)
 
 
-def _counts(rows: list[tuple[Paper, dict]], with_claims: bool) -> dict:
-    parts = _PARTS + (("claims",) if with_claims else ())
-    counts = {p: sum(bool(st[p]) for _, st in rows) for p in parts}
+def _counts(rows: list[tuple[Paper, dict]]) -> dict:
+    counts = {p: sum(bool(st[p]) for _, st in rows) for p in _PARTS}
+    counts["claims passing"] = sum(st["claims"] is True for _, st in rows)
     for word in ("complete", "partial", "empty"):
         counts[word] = sum(st["status"] == word for _, st in rows)
     counts["total"] = len(rows)
@@ -268,21 +297,25 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     root = repo_root()
     rows = [(p, status(p, root, claims=args.claims)) for p in papers()]
-    counts = _counts(rows, args.claims)
+    counts = _counts(rows)
     if args.json:
         payload = {
             "root": None if root is None else str(root),
             "papers": [
                 {**p._asdict(), "symbols": list(p.symbols),
-                 "has": {k: v for k, v in st.items() if k != "status"}, "status": st["status"]}
+                 "has": {k: st[k] for k in _PARTS}, "claims": st["claims"],
+                 "status": st["status"]}
                 for p, st in rows
             ],
             "counts": counts,
         }
         print(json.dumps(payload, indent=2))
         return 0
-    print(_table(rows, args.claims))
+    print(_table(rows))
     print()
+    print("claims: pass/FAIL as evaluated (--claims) or recorded by the newest "
+          "`python -m experiments run` under runs/; ? = not evaluated here "
+          "(each paper's claims test runs them in CI)")
     print("  ".join(f"{k}: {v}" for k, v in counts.items()))
     if root is None:
         print("(no repository checkout found: tests, experiments and notebooks reported absent)")

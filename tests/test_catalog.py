@@ -82,7 +82,7 @@ def test_listed_paths_exist(paper):
 def test_no_row_claims_what_does_not_exist():
     for paper in catalog.papers():
         st = catalog.status(paper, ROOT)
-        assert set(st) == set(PARTS) | {"status"}
+        assert set(st) == set(PARTS) | {"status", "claims"}
         assert st["tests"] == (ROOT / paper.test).is_file(), paper.slug
         assert st["notebook"] == (ROOT / paper.notebook).is_file(), paper.slug
         if st["experiment"]:
@@ -96,7 +96,10 @@ def test_no_row_claims_what_does_not_exist():
         if not paper.symbols:
             assert not st["code"], paper.slug
         flags = [st[k] for k in PARTS]
-        expected = "complete" if all(flags) else ("empty" if not any(flags) else "partial")
+        if all(flags) and st["claims"] is not False:
+            expected = "complete"
+        else:
+            expected = "empty" if not any(flags) else "partial"
         assert st["status"] == expected, paper.slug
 
 
@@ -120,6 +123,19 @@ def test_repo_root_is_this_checkout():
 def test_implemented_papers_are_complete(slug):
     st = catalog.status(slug, ROOT)
     assert st["status"] == "complete", st
+
+
+def test_a_recorded_failing_claim_makes_a_row_partial(tmp_path, monkeypatch):
+    run_dir = tmp_path / "runs" / "goma-quick"
+    run_dir.mkdir(parents=True)
+    claims = [{"name": "a", "passed": True}, {"name": "b", "passed": False}]
+    (run_dir / "results.json").write_text(json.dumps({"claims": claims}))
+    paper = catalog.get("goma")
+    assert catalog.recorded_claims(paper, tmp_path) is False
+    monkeypatch.setattr(catalog, "recorded_claims", lambda p, r: False)
+    assert catalog.status(paper, ROOT)["status"] == "partial"
+    monkeypatch.setattr(catalog, "recorded_claims", lambda p, r: True)
+    assert catalog.status(paper, ROOT)["status"] == "complete"
 
 
 def test_command_line_table_and_json(capsys):
