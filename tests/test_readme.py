@@ -1,0 +1,33 @@
+"""The README's promises: its example runs and its test command is the one CI runs."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _blocks(language):
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def test_exactly_two_quick_start_commands_and_ci_runs_the_test_command():
+    commands = [b.strip() for b in _blocks("bash")]
+    assert len(commands) == 2, commands
+    run_main, run_tests = commands
+    assert "experiments run goma" in run_main
+    assert "pytest" in run_tests
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert run_tests in ci.splitlines(), "CI must run the README's test command verbatim"
+
+
+def test_python_example_runs_and_shows_the_k_minus_two_rate():
+    (example,) = _blocks("python")
+    namespace = {}
+    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    ks, residual = namespace["ks"], np.asarray(namespace["residual"])
+    slopes = np.polyfit(np.log(ks), np.log(residual[:, ks - 1]).T, 1)[0]
+    assert np.all(slopes < -1.8), slopes
+    assert np.all(np.isfinite(np.asarray(namespace["params"]["w"])))
