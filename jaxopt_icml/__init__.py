@@ -12,7 +12,8 @@ FAMILIES = (
     "optim", "zeroth_order", "minimax", "distributed", "online", "transport", "robust",
     "generative", "decision", "preference", "training", "stats", "systems",
 )
-_CORE = ("base", "theory", "problems", "mesh", "checkpoint", "catalog", "testing", "models")
+_CORE = ("base", "theory", "problems", "mesh", "checkpoint", "catalog", "testing", "models",
+         "hyperparams")
 
 
 def __getattr__(name):

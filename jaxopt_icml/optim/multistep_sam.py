@@ -14,12 +14,13 @@ any inner step size, and large radii stay meaningful.
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
+
+from jaxopt_icml.hyperparams import check_float, compute_dtype
 
 __all__ = [
     "MultiStepSAMState",
@@ -62,30 +63,6 @@ class MultiStepSAMState(NamedTuple):
 # --------------------------------------------------------------------------- validation
 
 
-def _concrete_float(value):
-    """``float(value)`` when it is concrete, else ``None`` (tracers from inject_hyperparams)."""
-    try:
-        return float(value)
-    except (TypeError, jax.errors.ConcretizationTypeError):
-        return None
-
-
-def _check_float(name: str, value, *, allow_none=False, strict=False):
-    if value is None:
-        if allow_none:
-            return
-        raise ValueError(f"{name} must be a non-negative float, got None")
-    if callable(value):  # a schedule: checked when evaluated (it may be traced)
-        return
-    v = _concrete_float(value)
-    if v is None:
-        return
-    bad = (not math.isfinite(v)) or (v <= 0 if strict else v < 0)
-    if bad:
-        rng = "> 0" if strict else ">= 0"
-        raise ValueError(f"{name} must be a finite float {rng}, got {value!r}")
-
-
 def _check_static(inner_steps, warm_start, normalize, axis_name, eps):
     if isinstance(inner_steps, bool):
         raise ValueError(f"inner_steps must be an int >= 1, got {inner_steps!r}")
@@ -106,18 +83,11 @@ def _check_static(inner_steps, warm_start, normalize, axis_name, eps):
         raise ValueError(f"normalize must be a bool, got {normalize!r}")
     if axis_name is not None and (not isinstance(axis_name, str) or not axis_name):
         raise ValueError(f"axis_name must be None or a non-empty str, got {axis_name!r}")
-    _check_float("eps", eps, strict=True)
+    check_float("eps", eps, allow_schedule=False)
     return k
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _compute_dtype(dtype):
-    dtype = jnp.dtype(dtype)
-    if jnp.issubdtype(dtype, jnp.floating) and dtype.itemsize < 4:
-        return jnp.dtype(jnp.float32)
-    return dtype
 
 
 def _dtype(x):
@@ -125,7 +95,7 @@ def _dtype(x):
 
 
 def _to_compute(tree):
-    return jax.tree.map(lambda x: jnp.asarray(x).astype(_compute_dtype(_dtype(x))), tree)
+    return jax.tree.map(lambda x: jnp.asarray(x).astype(compute_dtype(_dtype(x))), tree)
 
 
 def _norm(tree):
@@ -156,6 +126,7 @@ def _perturb(params, delta):
 
 def scale_by_multistep_sam(
     rho: optax.ScalarOrSchedule = 0.05,
+    *,
     inner_steps: int = 3,
     inner_lr: optax.ScalarOrSchedule | None = None,
     warm_start: bool = True,
@@ -176,14 +147,14 @@ def scale_by_multistep_sam(
       ``update(grads, state, params, *, grad_fn, **extra)`` and state
       :class:`ScaleByMultiStepSAMState`.
     """
-    _check_float("rho", rho)
-    _check_float("inner_lr", inner_lr, allow_none=True, strict=True)
+    check_float("rho", rho, strict=False)
+    check_float("inner_lr", inner_lr, allow_none=True)
     K = _check_static(inner_steps, warm_start, normalize, axis_name, eps)
     offset = 1 if warm_start else 0
 
     def init_fn(params):
         delta = jax.tree.map(
-            lambda p: jnp.zeros(jnp.shape(p), _compute_dtype(_dtype(p))), params
+            lambda p: jnp.zeros(jnp.shape(p), compute_dtype(_dtype(p))), params
         )
         return ScaleByMultiStepSAMState(delta=delta, count=jnp.zeros([], jnp.int32))
 
@@ -251,6 +222,7 @@ def scale_by_multistep_sam(
 def multistep_sam(
     base_optimizer: optax.GradientTransformation,
     rho: optax.ScalarOrSchedule = 0.05,
+    *,
     inner_steps: int = 3,
     inner_lr: optax.ScalarOrSchedule | None = None,
     warm_start: bool = True,
@@ -296,13 +268,23 @@ def multistep_sam(
     accept that subtree, e.g. by closing over the frozen leaves; the same holds for
     ``optax.contrib.sam``.
 
+    Placement in a chain: the returned gradient is always :math:`\nabla l(\theta + \Delta_K)`
+    recomputed by ``grad_fn``, so transforms placed *before* ``multistep_sam`` in an
+    ``optax.chain`` do not reach its output, nor the ascent: the incoming ``updates`` are only
+    used as the first ascent direction when :math:`\Delta_0 = 0`, and there (with
+    ``normalize=True``) a positive rescaling such as ``optax.clip_by_global_norm`` cancels in the
+    normalization. To clip, add weight decay, etc., put the transform inside the base optimizer,
+    ``multistep_sam(optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3)), rho=0.05)``,
+    or after :func:`scale_by_multistep_sam` in a chain.
+
     Args:
       base_optimizer: the outer optimizer (any ``optax.GradientTransformation``), fed
         :math:`\nabla l(\theta + \Delta_K)`. Static. Extra keyword arguments given to ``update``
         (other than ``grad_fn``) are forwarded to it.
       rho: radius :math:`\rho \ge 0` of the perturbation ball; a float (injectable with
         ``optax.inject_hyperparams``) or a schedule of the update count. Default 0.05.
-      inner_steps: ``K >= 1`` ascent steps per update. Static int (fixes the loop length).
+      inner_steps: ``K >= 1`` ascent steps per update (default 3). Static int (fixes the loop
+        length). This and all following arguments are keyword-only.
       inner_lr: ascent step :math:`\alpha > 0`; ``None`` (default) uses ``rho``. Float or
         schedule.
       warm_start: start the ascent from the previous :math:`\Delta_K` re-projected onto the
@@ -312,8 +294,9 @@ def multistep_sam(
       axis_name: if given, gradients from ``grad_fn`` (and ``grads``) are ``lax.pmean``-ed over
         this axis before any norm is taken (data parallelism under ``shard_map``/``vmap``/
         ``pmap``). Static.
-      eps: floor on the gradient norm in the normalization (default 1e-12): a zero gradient
-        leaves :math:`\Delta` unchanged instead of producing NaNs. Float.
+      eps: floor :math:`\epsilon > 0` on the gradient norm in the normalization (default
+        1e-12): a zero gradient leaves :math:`\Delta` unchanged instead of producing NaNs.
+        Float (injectable), not a schedule.
 
     Returns:
       An ``optax.GradientTransformationExtraArgs`` whose
@@ -354,6 +337,10 @@ def multistep_sam(
       :math:`\ge 0.9999` at :math:`\rho = 10^{-4}`); (2) at large :math:`\rho` the ``K``-step
       inner loop nearly solves the inner maximisation where one SAM step falls short; (3) more
       inner steps reduce the minimax gap, while optax's unprojected multi-step variant diverges.
+      A step costs ``K + 1`` gradient evaluations; at equal evaluations (22000 on the
+      experiment's 2-D problem) ``K = 10`` still has a smaller gap than ``K = 1`` (median
+      ratio 0.78 cold, 0.90 warm, 5 seeds), since ``K = 1`` stalls at a biased point rather
+      than converging slowly; at small budgets ``K = 1`` can be ahead (reported, not claimed).
       Checked by ``experiments/multistep_sam.py`` (``CLAIMS``) and
       ``tests/optim/test_multistep_sam.py``.
 

@@ -296,6 +296,34 @@ def test_invalid_arguments_name_the_argument():
         for override, arg in case.invalid:
             with pytest.raises(ValueError, match=arg):
                 case.make(**{**case.kwargs, **override})
+    for eps in (0.0, -1.0, float("inf"), lambda t: 1e-3):
+        with pytest.raises(ValueError, match="eps"):
+            scale_by_multistep_sam(0.1, eps=eps)
+
+
+def test_static_settings_are_keyword_only():
+    """CONVENTIONS section 3: only base_optimizer and rho may be positional."""
+    multistep_sam(optax.sgd(0.1), 0.05, inner_steps=2)
+    scale_by_multistep_sam(0.05, inner_steps=2)
+    with pytest.raises(TypeError):
+        multistep_sam(optax.sgd(0.1), 0.05, 3)
+    with pytest.raises(TypeError):
+        scale_by_multistep_sam(0.05, 3)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_transforms_before_it_in_a_chain_have_no_effect(warm):
+    """The output is grad_fn at theta + Delta_K, and a rescaled first direction cancels in the
+    normalization: clipping before multistep_sam changes nothing (up to rounding)."""
+    tx = multistep_sam(optax.sgd(0.1), rho=0.3, inner_steps=2, warm_start=warm)
+    clipped = optax.chain(optax.clip_by_global_norm(1e-3), tx)
+    p_a = p_b = _params()
+    s_a, s_b = tx.init(p_a), clipped.init(p_b)
+    for _ in range(3):
+        u_a, s_a = tx.update(jax.grad(_loss)(p_a), s_a, p_a, grad_fn=_grad_fn)
+        u_b, s_b = clipped.update(jax.grad(_loss)(p_b), s_b, p_b, grad_fn=_grad_fn)
+        p_a, p_b = optax.apply_updates(p_a, u_a), optax.apply_updates(p_b, u_b)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7), p_a, p_b)
 
 
 # --------------------------------------------------------------------------- experiment
@@ -304,14 +332,33 @@ def test_invalid_arguments_name_the_argument():
 @pytest.mark.claims
 def test_quick_claims():
     """QUICK config, fixed key: every claim passes (deterministic: no false-failure rate beyond
-    the seeds being fixed; margins are in the claims' sources)."""
+    the seeds being fixed; margins are in the claims' sources). The classifier carries no claim
+    and is skipped here (the resume tests and the notebook run it)."""
     import experiments.multistep_sam as exp
 
-    results = exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    results = exp.run(exp.QUICK, jax.random.PRNGKey(0), classifier=False)
     checked = theory.check(exp.CLAIMS, results)
     assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
     failed = [c for c in checked if not c.passed]
     assert not failed, theory.format_claims(checked)
+    # Equal compute: K=10 gets exactly its equal-step schedule, so the last budget reproduces
+    # its equal-step gap; cheaper methods run proportionally more steps.
+    budgets, eq = results["equal_compute_budgets"], results["equal_compute_gap"]
+    assert budgets[-1] == exp.grad_budget(exp.QUICK) == exp.QUICK.steps * 11
+    for name in (exp._k_name(10), exp._k_name(10, True)):
+        np.testing.assert_allclose(eq[name][:, -1], results["minimax_gap"][name], rtol=1e-3)
+    summary = exp.summarize(results)
+    for tag in ("warm", "cold"):
+        assert np.isfinite(summary[f"equal_compute_gap_ratio_K10_K1_{tag}"])
+    from experiments import common
+
+    common.use_agg()
+    import matplotlib.pyplot as plt
+
+    figs = exp.plot(results, exp.QUICK)
+    assert set(figs) == {"minimax", "equal_compute", "inner_shortfall"}
+    for fig in figs.values():
+        plt.close(fig)
 
 
 def test_classifier_resume_is_bitwise(tmp_path):
@@ -334,3 +381,45 @@ def test_classifier_resume_is_bitwise(tmp_path):
     for other in (saved, resumed):
         assert jax.tree.structure(other) == jax.tree.structure(straight)
         jax.tree.map(np.testing.assert_array_equal, straight, other)
+    # Equal configs give the same transformations, hence the cached compiled programs.
+    assert exp.make_classifier_methods(cfg)[name] is tx
+
+    # Resuming with another config or key fails clearly, naming what differs.
+    with pytest.raises(ValueError, match=r"clf_steps: 150 -> 300.*seeds: 2 -> 4"):
+        exp.check_checkpoint_config(tmp_path, dataclasses.replace(cfg, seeds=4, clf_steps=300),
+                                    keys, resume=True)
+    with pytest.raises(ValueError, match="seed_keys"):
+        exp.check_checkpoint_config(tmp_path, cfg, jax.random.split(jax.random.PRNGKey(2), 2),
+                                    resume=True)
+    # A fresh (non-resume) run drops the method's old checkpoints (here a stale later step that
+    # a resume would otherwise pick up) and rewrites the record.
+    shutil.copytree(os.path.join(ckdir, "150"), os.path.join(ckdir, "900"))
+    exp.check_checkpoint_config(tmp_path, dataclasses.replace(cfg, clf_lr=0.1), keys,
+                                resume=False)
+    exp.train_classifier(cfg, prob, params0, keys, name, tx, out_dir=tmp_path)
+    assert sorted(os.listdir(ckdir)) == ["100", "150"]
+    exp.check_checkpoint_config(tmp_path, cfg, keys, resume=True)
+
+
+def test_classifier_sharded_resume_matches_vmapped(tmp_path):
+    """shard=True (seeds over the 8 simulated devices via mesh.shard_seeds) == plain vmap, also
+    across a resume, whose restored state keeps the seed sharding."""
+    import experiments.multistep_sam as exp
+
+    n = jax.local_device_count()
+    if n < 2:
+        pytest.skip("needs several devices")
+    cfg = dataclasses.replace(exp.QUICK, seeds=n, clf_steps=20, ckpt_every=10, clf_batch=8)
+    x, y = exp.two_moons(jax.random.PRNGKey(0), cfg.clf_train, cfg.clf_noise)
+    prob = {"clf_train_x": x, "clf_train_y": y}
+    keys = jax.random.split(jax.random.PRNGKey(1), cfg.seeds)
+    params0 = exp.classifier_init(cfg, keys)
+    name = "Multi-step SAM K=1"
+    tx = exp.make_classifier_methods(cfg)[name]
+    plain = exp.train_classifier(cfg, prob, params0, keys, name, tx)
+    exp.train_classifier(cfg, prob, params0, keys, name, tx, shard=True, out_dir=tmp_path)
+    shutil.rmtree(os.path.join(exp._method_dir(tmp_path, name), "20"))
+    resumed = exp.train_classifier(cfg, prob, params0, keys, name, tx, shard=True,
+                                   out_dir=tmp_path, resume=True)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+                 plain, resumed)

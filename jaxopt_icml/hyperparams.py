@@ -1,0 +1,137 @@
+"""Shared helpers for hyperparameters: validation of floats and schedules, and compute dtypes.
+
+Every algorithm validates its hyperparameters eagerly and the same way (CONVENTIONS section 3):
+
+* a float (or an optax schedule) is checked when it is concrete, with a ``ValueError`` that names
+  the argument, the value and the allowed range; tracers (``optax.inject_hyperparams``, ``jit``)
+  and schedules pass, since their values are only known inside the update;
+* arithmetic on 16-bit leaves happens in float32 (:func:`compute_dtype`), then casts back.
+
+Example::
+
+    from jaxopt_icml.hyperparams import check_float, compute_dtype, concrete_float
+
+    check_float("learning_rate", 0.1)                   # > 0, a float or a schedule
+    check_float("momentum", 0.9, strict=False, high=1)  # in [0, 1]
+    check_float("eps", 1e-8, allow_schedule=False)      # a float only
+    check_float("inner_lr", None, allow_none=True)      # None means "use the default"
+    compute_dtype(jnp.bfloat16)                          # float32
+    concrete_float(jnp.asarray(0.5))                     # 0.5; None under jit or for schedules
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+__all__ = ["check_float", "compute_dtype", "concrete_float"]
+
+
+def compute_dtype(dtype) -> jnp.dtype:
+    """The dtype to compute in for leaves of ``dtype``.
+
+    float32 for floating dtypes narrower than 32 bits (bfloat16, float16, float8 ...), so that
+    updates do not lose their small terms; otherwise ``dtype`` itself (float32, float64, ints,
+    complex). Cast results back to the leaf's dtype afterwards.
+    """
+    dtype = jnp.dtype(dtype)
+    if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
+        return jnp.dtype(jnp.float32)
+    return dtype
+
+
+def concrete_float(value: Any) -> float | None:
+    """``float(value)`` when ``value`` is a concrete real scalar, else ``None``.
+
+    ``None`` for schedules (callables), tracers (under ``jit``, ``vmap`` or
+    ``optax.inject_hyperparams``), strings, non-scalar arrays and anything else ``float`` cannot
+    convert, so callers validate what they can and defer the rest to the update.
+    """
+    if value is None or callable(value) or isinstance(value, str | bytes):
+        return None
+    if isinstance(value, jax.core.Tracer):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _is_number_like(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return True
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return False
+    try:
+        return bool(jnp.issubdtype(dtype, jnp.integer) or jnp.issubdtype(dtype, jnp.floating))
+    except TypeError:
+        return False
+
+
+def _range(low: float, strict: bool, high: float | None) -> str:
+    left = "(" if strict else "["
+    right = f"{high:g}]" if high is not None else "inf)"
+    return f"{left}{low:g}, {right}"
+
+
+def check_float(name: str, value: Any, *, low: float = 0.0, strict: bool = True,
+                high: float | None = None, allow_schedule: bool = True,
+                allow_none: bool = False) -> Any:
+    """Validates a float hyperparameter when it is concrete; returns ``value`` unchanged.
+
+    Accepted: Python ints and floats, and real scalar arrays (including tracers from
+    ``optax.inject_hyperparams``, which pass unchecked); a schedule (any callable, checked only
+    when evaluated) if ``allow_schedule``; ``None`` if ``allow_none``. A concrete value must be
+    finite and lie in ``(low, high]`` (``strict=True``) or ``[low, high]`` (``strict=False``),
+    with no upper bound when ``high`` is ``None``.
+
+    Args:
+      name: the argument's name, used in the error message.
+      value: the value to check.
+      low: lower bound (default 0).
+      strict: exclude ``low`` itself (default ``True``: e.g. a step size ``> 0``).
+      high: inclusive upper bound, or ``None`` (default) for none.
+      allow_schedule: accept callables (default ``True``).
+      allow_none: accept ``None`` (default ``False``).
+
+    Returns:
+      ``value``, unchanged (so ``x = check_float("x", x)`` reads naturally).
+
+    Raises:
+      ValueError: naming ``name``, the value and the allowed range, for ``bool``s, strings and
+        other non-numbers, non-scalar arrays, NaN, infinities and out-of-range values (and for
+        ``None`` or schedules when not allowed).
+    """
+    kind = "a finite float in " + _range(low, strict, high)
+    if allow_schedule:
+        kind += " or an optax schedule"
+    if allow_none:
+        kind += " or None"
+    if value is None:
+        if allow_none:
+            return value
+        raise ValueError(f"{name} must be {kind}, got None")
+    if callable(value) and not hasattr(value, "dtype"):
+        if allow_schedule:
+            return value
+        raise ValueError(f"{name} must be {kind} (schedules are not supported here), "
+                         f"got {value!r}")
+    if not _is_number_like(value):
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    if getattr(value, "ndim", 0) != 0:
+        raise ValueError(f"{name} must be a scalar, {kind}, got an array of shape "
+                         f"{tuple(value.shape)}")
+    v = concrete_float(value)
+    if v is None:  # a tracer: its value is only known inside the update
+        return value
+    bad = (not math.isfinite(v) or v < low or (strict and v == low)
+           or (high is not None and v > high))
+    if bad:
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    return value

@@ -1,0 +1,114 @@
+"""Tests of jaxopt_icml.hyperparams (shared validation and compute dtypes)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxopt_icml.hyperparams import check_float, compute_dtype, concrete_float
+
+# --------------------------------------------------------------------------- compute_dtype
+
+
+@pytest.mark.parametrize("dtype,expected", [
+    (jnp.bfloat16, jnp.float32), (jnp.float16, jnp.float32), (jnp.float32, jnp.float32),
+    (jnp.int32, jnp.int32), (jnp.complex64, jnp.complex64), (np.float16, jnp.float32),
+    ("bfloat16", jnp.float32), (jnp.float8_e4m3fn, jnp.float32),
+])
+def test_compute_dtype(dtype, expected):
+    assert compute_dtype(dtype) == jnp.dtype(expected)
+
+
+def test_compute_dtype_float64():
+    assert compute_dtype(np.float64) == jnp.dtype(np.float64)
+
+
+# --------------------------------------------------------------------------- concrete_float
+
+
+def test_concrete_float_values():
+    assert concrete_float(0.5) == 0.5
+    assert concrete_float(2) == 2.0
+    assert concrete_float(jnp.asarray(0.25, jnp.bfloat16)) == 0.25
+    assert concrete_float(np.float32(1.5)) == 1.5
+    assert np.isnan(concrete_float(float("nan")))
+
+
+@pytest.mark.parametrize("value", [None, "0.5", optax.constant_schedule(0.1), lambda t: t,
+                                   jnp.ones(3), object()])
+def test_concrete_float_none(value):
+    assert concrete_float(value) is None
+
+
+def test_concrete_float_tracer_is_none():
+    seen = []
+    jax.jit(lambda x: seen.append(concrete_float(x)) or x)(1.0)
+    jax.vmap(lambda x: seen.append(concrete_float(x)) or x)(jnp.ones(2))
+    assert seen == [None, None]
+
+
+# --------------------------------------------------------------------------- check_float
+
+
+@pytest.mark.parametrize("value", [0.1, 1, 1e9, np.float32(0.3), jnp.asarray(0.2),
+                                   jnp.asarray(2, jnp.int32), optax.linear_schedule(0.1, 0, 10)])
+def test_check_float_accepts_and_returns_value(value):
+    assert check_float("lr", value) is value
+
+
+@pytest.mark.parametrize("value,kwargs,shown", [
+    (0.0, {}, "(0, inf)"),
+    (-1.0, {"strict": False}, "[0, inf)"),
+    (float("nan"), {}, "(0, inf)"),
+    (float("inf"), {}, "(0, inf)"),
+    (1.5, {"strict": False, "high": 1.0}, "[0, 1]"),
+    (0.5, {"low": 0.5}, "(0.5, inf)"),
+    (True, {}, "(0, inf)"),
+    ("0.1", {}, "(0, inf)"),
+    (None, {}, "(0, inf)"),
+    ([0.1], {}, "(0, inf)"),
+])
+def test_check_float_rejects_naming_argument_value_range(value, kwargs, shown):
+    with pytest.raises(ValueError) as err:
+        check_float("my_arg", value, **kwargs)
+    msg = str(err.value)
+    assert msg.startswith("my_arg must be")
+    assert shown in msg
+    assert repr(value) in msg
+
+
+def test_check_float_bounds_are_inclusive_unless_strict():
+    check_float("x", 0.0, strict=False)
+    check_float("x", 1.0, strict=False, high=1.0)
+    check_float("x", -2.0, low=-3.0)
+    with pytest.raises(ValueError, match=r"\(-3, inf\)"):
+        check_float("x", -3.0, low=-3.0)
+
+
+def test_check_float_none_and_schedules_by_option():
+    assert check_float("inner_lr", None, allow_none=True) is None
+    with pytest.raises(ValueError, match="eps .*schedules are not supported"):
+        check_float("eps", lambda t: 1e-8, allow_schedule=False)
+    with pytest.raises(ValueError, match="eps must be a scalar"):
+        check_float("eps", jnp.ones(2))
+
+
+def test_check_float_traced_values_pass():
+    """Tracers (jit, vmap, inject_hyperparams) are only checked when concrete."""
+    jax.jit(lambda x: check_float("lr", x))(-1.0)
+    jax.vmap(lambda x: check_float("lr", x))(jnp.asarray([-1.0, 1.0]))
+
+
+def test_check_float_under_inject_hyperparams():
+    def make(learning_rate):
+        check_float("learning_rate", learning_rate)
+        return optax.sgd(learning_rate)
+
+    opt = optax.inject_hyperparams(make)(learning_rate=0.1)
+    state = opt.init(jnp.zeros(2))
+    jax.jit(opt.update)(jnp.ones(2), state)
+    with pytest.raises(ValueError, match="learning_rate"):
+        optax.inject_hyperparams(make)(learning_rate=-0.1).init(jnp.zeros(2))
