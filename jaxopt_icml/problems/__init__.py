@@ -1,6 +1,7 @@
 """Synthetic problems as pytrees with known constants (L, mu, optimum, equilibrium ...)."""
 
 from jaxopt_icml.problems.games import (
+    CountingOperator,
     LinearOperator,
     NoisyOperator,
     bilinear_game,
@@ -11,6 +12,7 @@ from jaxopt_icml.problems.games import (
 from jaxopt_icml.problems.quadratics import Quadratic, random_quadratic
 
 __all__ = [
+    "CountingOperator",
     "LinearOperator",
     "NoisyOperator",
     "Quadratic",

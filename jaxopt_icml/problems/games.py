@@ -10,11 +10,16 @@ The variable ``z`` is a 1-D array (for games, ``z = concat(x, y)``).
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 __all__ = [
+    "CountingOperator",
     "LinearOperator",
     "NoisyOperator",
     "bilinear_game",
@@ -160,3 +165,87 @@ def monotone_linear(key, d: int, *, rank: int | None = None, skew_scale: float =
     positive = jnp.linspace(0.1, 1.0, rank, dtype=dtype)
     eigs = jnp.concatenate([jnp.zeros((d - rank,), dtype), positive])
     return _linear_from(key, d, eigs, skew_scale, dtype)
+
+
+class _CallCounter:
+    """Host-side tally ``tag -> number of calls``, shared by every copy of a CountingOperator.
+
+    Hashed and compared by identity (it is a static field of the pytree): a new counter means a
+    new compiled program, the same counter reuses the compiled one.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.counts: dict[int, int] = {}
+
+    def record(self, tag) -> None:
+        tag = int(np.asarray(tag))
+        with self._lock:
+            self.counts[tag] = self.counts.get(tag, 0) + 1
+
+
+class CountingOperator(struct.PyTreeNode):
+    """Wraps an operator pytree and counts, AT RUN TIME, how often ``operator`` is evaluated.
+
+    For tests and experiments only (checking a claimed number of oracle calls per iteration):
+    every ``operator(z, key)`` issues one ``jax.debug.callback(ordered=True)`` that increments a
+    host-side counter under the instance's integer ``tag``. Unlike a count taken while tracing
+    (``base.from_transformation``'s ``info["oracle_calls"]``), this runs each time the compiled
+    program evaluates the operator, so a second call hidden in a transformation is caught.
+
+    Semantics: under ``jit`` and ``lax.scan`` the callback runs once per evaluation per
+    iteration, in program order (ordered effect); under ``vmap`` it runs once per batch element
+    with that element's ``tag`` (give each seed its own tag, e.g. ``jnp.arange(seeds)``).
+    Operations that re-evaluate a function (``jax.checkpoint``, ``jax.jvp`` of the operator)
+    may add calls, and ``eval_shape`` adds none. Ordered effects are not supported on several
+    devices at once: use it on unsharded runs (``run_seeds(..., shard=False)``). The callback
+    makes a host round trip per call, so it is slow on accelerators. :meth:`calls` waits for
+    pending callbacks (``jax.effects_barrier``) before reading.
+
+    Every other attribute (``residual_sq``, ``lipschitz`` ...) is forwarded to ``base``.
+
+    Attributes:
+      base: the wrapped operator pytree (anything with ``operator(z, key)``).
+      tag: int32 array identifying this instance in the counts (a leading seed axis allowed).
+      counter: the host tally (static; shared by ``replace`` copies and vmapped slices).
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxopt_icml import problems
+      >>> op = problems.CountingOperator.wrap(problems.bilinear_game(jax.random.PRNGKey(0), 2))
+      >>> _ = jax.jit(lambda o, z: o.operator(o.operator(z)))(op, jnp.ones(4))
+      >>> op.calls()
+      array([2])
+    """
+
+    base: Any
+    tag: jax.Array
+    counter: _CallCounter = struct.field(pytree_node=False)
+
+    @classmethod
+    def wrap(cls, base, tag=0) -> CountingOperator:
+        """Wraps ``base`` with a fresh counter; ``tag`` is an int or an int array (one per
+        instance of a batched ``base``)."""
+        return cls(base, jnp.asarray(tag, jnp.int32), _CallCounter())
+
+    def operator(self, z, key=None):
+        jax.debug.callback(self.counter.record, self.tag, ordered=True)
+        return self.base.operator(z, key)
+
+    def calls(self) -> np.ndarray:
+        """Calls recorded so far for each tag of ``self.tag`` (same shape), after waiting for
+        the pending callbacks."""
+        jax.effects_barrier()
+        tags = np.asarray(self.tag)
+        counts = self.counter.counts
+        return np.vectorize(lambda t: counts.get(int(t), 0), otypes=[np.int64])(tags)
+
+    def reset(self) -> None:
+        """Sets every count back to zero."""
+        jax.effects_barrier()
+        self.counter.counts.clear()
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("base", "tag", "counter"):
+            raise AttributeError(name)
+        return getattr(self.base, name)
