@@ -1,11 +1,13 @@
 """base: OracleAlgorithm, run, run_seeds (vmap and shard), the GradientTransformation adapter."""
 
+import contextlib
+import logging
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from optax._src import test_utils
 
 from jaxopt_icml import base, problems
 
@@ -13,6 +15,33 @@ STEPS = 4
 
 
 _bilinear = jax.jit(problems.bilinear_game, static_argnums=1)  # one compile, not op by op
+# base.run outside jit compiles its scan on every call; loops of reference runs share this one.
+_run = jax.jit(base.run, static_argnums=(0, 4), static_argnames=("trace_fn", "field"))
+
+
+class _CompileLog(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.compiled = []
+
+    def emit(self, record):
+        message = record.getMessage()
+        if "XLA compilation" in message:
+            self.compiled.append(message)
+
+
+@contextlib.contextmanager
+def _compilations():
+    """The XLA compilations inside the block, from JAX's public ``jax.log_compiles`` logging
+    (records of the ``jax`` logger hierarchy)."""
+    handler = _CompileLog()
+    logger = logging.getLogger("jax")
+    logger.addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            yield handler.compiled
+    finally:
+        logger.removeHandler(handler)
 
 
 def _game(noise=0.0):
@@ -20,21 +49,25 @@ def _game(noise=0.0):
     return problems.NoisyOperator(game, jnp.float32(noise), jnp.float32(noise))
 
 
-def _sgd_alg(step_size=0.1):
-    """Plain stochastic gradient step as an OracleAlgorithm (independent of the adapter)."""
+def _sgd_alg(step_size=0.1, traces=None):
+    """Plain stochastic gradient step as an OracleAlgorithm (independent of the adapter);
+    ``traces[0]`` counts the Python executions (traces) of ``update``."""
+    traces = [0] if traces is None else traces
 
     def init(x0, key):
         del key
         return x0
 
     def update(x, oracle, key):
+        traces[0] += 1
         new = x - step_size * oracle.operator(x, key)
         return base.Step(new, {"oracle_calls": jnp.int32(1)}), new
 
     return base.OracleAlgorithm(init, update)
 
 
-ALG = _sgd_alg()
+ALG_TRACES = [0]
+ALG = _sgd_alg(traces=ALG_TRACES)
 X0 = jnp.ones(4)
 
 
@@ -46,7 +79,7 @@ def _trace_x(step, state, oracle):
 def test_run_is_a_scan_with_the_documented_key_schedule():
     oracle = _game(0.5)
     key = jax.random.key(3)
-    state, trace = base.run(ALG, X0, oracle, key, STEPS, trace_fn=_trace_x)
+    state, trace = _run(ALG, X0, oracle, key, STEPS, trace_fn=_trace_x)
     init_key, update_key = jax.random.split(key)
     x = ALG.init(X0, init_key)
     xs = []
@@ -94,14 +127,16 @@ def test_run_seeds_equals_loop_and_does_not_recompile():
     keys = base.split_keys(jax.random.key(1), 8)
     states, xs = base.run_seeds(ALG, X0, oracle, keys, STEPS, trace_fn=_trace_x)
     for i in range(3):
-        s, x = base.run(ALG, X0, oracle, keys[i], STEPS, trace_fn=_trace_x)
+        s, x = _run(ALG, X0, oracle, keys[i], STEPS, trace_fn=_trace_x)
         np.testing.assert_allclose(xs[i], x, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(states[i], s, rtol=1e-5, atol=1e-6)
     assert not np.allclose(xs[0], xs[1]), "different seeds gave identical runs"
     other = base.split_keys(jax.random.key(2), 8)
-    with test_utils.log_compilations() as logs:
+    traces = ALG_TRACES[0]
+    with _compilations() as compiled:
         base.run_seeds(ALG, X0, oracle, other, STEPS, trace_fn=_trace_x)
-    assert not logs, "run_seeds recompiled on a second call with the same algorithm"
+    assert ALG_TRACES[0] == traces, "run_seeds retraced on a second call with the same algorithm"
+    assert not compiled, f"run_seeds recompiled on a second call: {compiled}"
 
 
 def test_run_seeds_shard_equals_unsharded_and_does_not_recompile():
@@ -113,10 +148,12 @@ def test_run_seeds_shard_equals_unsharded_and_does_not_recompile():
     jax.tree.map(lambda u, v: np.testing.assert_allclose(u, v, rtol=1e-5, atol=1e-6), a, b)
     if n > 1:
         assert len(b[1].sharding.device_set) == n, "shard=True did not spread the seeds"
-    with test_utils.log_compilations() as logs:
-        base.run_seeds(ALG, X0, oracle, base.split_keys(jax.random.key(5), 2 * n), STEPS,
-                       trace_fn=_trace_x, shard=True)
-    assert not logs, "run_seeds(shard=True) recompiled on a second call"
+    other = base.split_keys(jax.random.key(5), 2 * n)
+    traces = ALG_TRACES[0]
+    with _compilations() as compiled:
+        base.run_seeds(ALG, X0, oracle, other, STEPS, trace_fn=_trace_x, shard=True)
+    assert ALG_TRACES[0] == traces, "run_seeds(shard=True) retraced on a second call"
+    assert not compiled, f"run_seeds(shard=True) recompiled on a second call: {compiled}"
 
 
 def test_run_seeds_shard_rejects_indivisible_seed_count():
@@ -138,7 +175,7 @@ def test_run_seeds_batched_x0_and_oracles():
                            batch_x0=True, batch_oracle=True)
     for i in range(n):
         game_i = jax.tree.map(lambda a, i=i: a[i], games)
-        _, x = base.run(ALG, x0s[i], game_i, keys[i], STEPS, trace_fn=_trace_x)
+        _, x = _run(ALG, x0s[i], game_i, keys[i], STEPS, trace_fn=_trace_x)
         np.testing.assert_allclose(xs[i], x, rtol=1e-5, atol=1e-6)
 
 

@@ -328,6 +328,27 @@ def _float_schedule_only(learning_rate):
     return optax.sgd(learning_rate)
 
 
+def _scheduled_sgd(learning_rate, *, offset: int = 0, advance: bool = True):
+    """SGD on a step-size schedule evaluated at ``count + offset``; ``advance=False`` never
+    increments the count. A float step size hides both defects."""
+    sched = learning_rate if callable(learning_rate) else (lambda _: learning_rate)
+
+    def update(g, s, p=None, **extra):
+        lr = jnp.asarray(sched(s + offset), jnp.float32)
+        return jax.tree.map(lambda x: (-lr * x).astype(x.dtype), g), s + int(advance)
+    return optax.GradientTransformationExtraArgs(lambda p: jnp.zeros((), jnp.int32), update)
+
+
+def _schedule_ahead(learning_rate):
+    """Evaluates the schedule at ``count + 1`` (one step ahead)."""
+    return _scheduled_sgd(learning_rate, offset=1)
+
+
+def _schedule_frozen(learning_rate):
+    """Never advances its count: every update uses ``s(0)``."""
+    return _scheduled_sgd(learning_rate, advance=False)
+
+
 def _unseeded(learning_rate):
     """Draws a fixed perturbation from an unseeded NumPy generator at construction."""
     shift = float(np.random.default_rng().normal())
@@ -414,6 +435,8 @@ BROKEN = [
     (_broken("key_reusing", _key_reusing, stochastic=True), "key_reuse"),
     (_broken("ignores_key", _ignores_key, stochastic=True), "vmap"),
     (_broken("float_schedule_only", _float_schedule_only), "schedule"),
+    (_broken("schedule_ahead", _schedule_ahead), "schedule"),
+    (_broken("schedule_frozen", _schedule_frozen), "schedule"),
     (_bad_alg("alg_dtype", _bad_alg_dtype), "dtypes"),
     (_bad_alg("alg_key_reuse", _bad_alg_key_reuse), "key_reuse"),
     (_bad_alg("alg_no_info", _bad_alg_no_info), "info"),
@@ -433,6 +456,35 @@ def test_matrix_rejects_broken(case, check_name):
         check(case)
     except unittest.SkipTest as e:
         pytest.fail(f"{check_name} skipped a broken case instead of failing it: {e}")
-    except Exception:  # noqa: BLE001 - any failure (assertion or error) is the point
+    except AssertionError:  # the check's verdict; any other exception is a bug and propagates
         return
     pytest.fail(f"{check_name} passed the deliberately broken case {case.name!r}")
+
+
+def test_schedule_positive_control():
+    """The scheduled SGD behind the broken cases passes when its count is right."""
+    transformation_checks["schedule"](_broken("schedule_sgd", _scheduled_sgd))
+
+
+def _bf16_typo_problem(key, dtype):
+    """A problem whose bfloat16 construction has a bug (not a missing bf16 form)."""
+    if dtype == jnp.bfloat16:
+        raise TypeError("unsupported operand (a bug, not a missing bf16 form)")
+    return _noisy_game(key, dtype)
+
+
+def test_bfloat16_check_skips_only_declared_cases():
+    """bfloat16: a problem's ``TypeError`` surfaces; ``NotImplementedError`` or
+    ``bfloat16=False`` skip."""
+    check = algorithm_checks["bfloat16"]
+    buggy = AlgorithmCase("bf16_buggy", reference_extragradient, {}, _bf16_typo_problem)
+    with pytest.raises(TypeError, match="unsupported operand"):
+        check(buggy)
+    with pytest.raises(unittest.SkipTest):
+        check(buggy._replace(bfloat16=False))
+
+    def no_bf16(key, dtype):
+        raise NotImplementedError("no bfloat16 form")
+
+    with pytest.raises(unittest.SkipTest, match="not implemented"):
+        check(buggy._replace(problem=no_bf16))

@@ -59,6 +59,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxopt_icml.hyperparams import check_float as _check_scalar
+from jaxopt_icml.hyperparams import compute_dtype as _compute_dtype
+from jaxopt_icml.hyperparams import concrete_float as _concrete
+
 __all__ = [
     "AnchorState",
     "AnchoredPopovState",
@@ -87,35 +91,6 @@ _NO_PARAMS = (
 # (private to the minimax family; goma.py imports them)
 
 
-def _concrete(value) -> float | None:
-    """``float(value)`` when it is a concrete number, else ``None`` (schedules, tracers)."""
-    if callable(value):
-        return None
-    try:
-        return float(value)
-    except Exception:  # tracers under jit / inject_hyperparams, non-scalars
-        return None
-
-
-def _check_scalar(name: str, value, *, low: float = 0.0, strict: bool = True,
-                  high: float | None = None) -> None:
-    """Validates a float hyperparameter (or schedule) when concrete; ``ValueError`` names it."""
-    if isinstance(value, bool) or not (callable(value) or _is_number_like(value)):
-        raise ValueError(f"{name} must be a float or an optax schedule, got {value!r}")
-    v = _concrete(value)
-    if v is None:
-        return
-    bad = (not v == v) or (v <= low if strict else v < low) or (high is not None and v > high)
-    if bad:
-        rng = f"{'(' if strict else '['}{low}, {high if high is not None else 'inf'}"
-        rng += "]" if high is not None else ")"
-        raise ValueError(f"{name} must be in {rng}, got {value!r}")
-
-
-def _is_number_like(value) -> bool:
-    return isinstance(value, int | float) or hasattr(value, "dtype")
-
-
 def _check_offset(name: str, value):
     """An int ``>= 1``; integer arrays are accepted (``inject_hyperparams`` turns ints into
     arrays) and checked when concrete."""
@@ -132,13 +107,6 @@ def _check_offset(name: str, value):
 def _value_at(v: ScalarOrSchedule, count: jax.Array):
     """A step size at ``count``: schedules are called, numbers returned as arrays."""
     return jnp.asarray(v(count)) if callable(v) else jnp.asarray(v)
-
-
-def _compute_dtype(dtype) -> Any:
-    dtype = jnp.dtype(dtype)
-    if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
-        return jnp.dtype(jnp.float32)
-    return dtype
 
 
 def _leafwise(fn: Callable, like, *trees):
@@ -291,11 +259,7 @@ def sgda(step_size: ScalarOrSchedule = 0.1, *, decay: float = 0.0
 def _check_decay(name, value, high: float = 1.0):
     """A float exponent in ``[0, high]`` (checked when concrete; arrays from
     ``inject_hyperparams`` are accepted)."""
-    if isinstance(value, bool) or not _is_number_like(value):
-        raise ValueError(f"{name} must be a float in [0, {high}], got {value!r}")
-    v, h = _concrete(value), _concrete(high)
-    if v is not None and (not v == v or v < 0.0 or (h is not None and v > h)):
-        raise ValueError(f"{name} must be a float in [0, {high}], got {value!r}")
+    _check_scalar(name, value, strict=False, high=_concrete(high), allow_schedule=False)
 
 
 def extragradient(step_size: ScalarOrSchedule = 0.5, *,

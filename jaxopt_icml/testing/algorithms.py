@@ -1,0 +1,238 @@
+"""Checks of a ``base.OracleAlgorithm``: jit, info, seed batching and sharding, determinism,
+key reuse, dtypes and orbax checkpoints."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+from jaxopt_icml.testing.cases import NUM_STEPS, AlgorithmCase
+from jaxopt_icml.testing.trees import (
+    _abstract,
+    _assert_same_avals,
+    _cached,
+    _float_leaves_finite,
+    _key,
+    _skip,
+    _stack,
+    _trees_differ,
+    assert_trees_close,
+    assert_trees_equal,
+    check_invalid,
+)
+
+
+def _trace_step(step, state, oracle):
+    """Trace function recording the whole Step (module level, so jit caches stay warm)."""
+    del state, oracle
+    return step
+
+
+def _problem(case: AlgorithmCase, dtype=jnp.float32):
+    return case.problem(_key(1234), dtype)
+
+
+def _run(alg, x0, oracle, key, num_steps=NUM_STEPS):
+    from jaxopt_icml import base
+
+    return base.run(alg, x0, oracle, key, num_steps, trace_fn=_trace_step)
+
+
+def _eager_run(alg, x0, oracle, key, num_steps=NUM_STEPS):
+    """What ``base.run`` computes, as a Python loop of eager updates (the same key schedule:
+    ``init_key, update_key = split(key)``, step ``t`` uses ``fold_in(update_key, t)``)."""
+    init_key, update_key = jax.random.split(key)
+    state = alg.init(x0, init_key)
+    steps = []
+    for t in range(num_steps):
+        step, state = alg.update(state, oracle, jax.random.fold_in(update_key, jnp.int32(t)))
+        steps.append(step)
+    return state, _stack(steps)
+
+
+def _jit_run(alg, num_steps=NUM_STEPS):
+    return jax.jit(lambda x0, oracle, key: _run(alg, x0, oracle, key, num_steps))
+
+
+def _case_alg(case: AlgorithmCase):
+    """``(alg, jitted_run, trace_counter, (x0, oracle))`` for ``case``, built once: ``alg``
+    counts how often its update is traced."""
+    from jaxopt_icml import base
+
+    c = _cached(case)
+    if "alg" not in c:
+        inner = case.make(**case.kwargs)
+        traces = [0]
+
+        def update(state, oracle, key):
+            traces[0] += 1
+            return inner.update(state, oracle, key)
+
+        alg = base.OracleAlgorithm(inner.init, update)
+        c["alg"] = (alg, _jit_run(alg), traces, _problem(case))
+    return c["alg"]
+
+
+def _alg_reference(case: AlgorithmCase):
+    """``(final_state, trace)`` of the cached jitted run with key 0."""
+    c = _cached(case)
+    if "reference" not in c:
+        _, run, _, (x0, oracle) = _case_alg(case)
+        c["reference"] = run(x0, oracle, _key(0))
+    return c["reference"]
+
+
+def _alg_eager_reference(case: AlgorithmCase):
+    """The eager run (key 0) of a freshly constructed algorithm."""
+    c = _cached(case)
+    if "eager" not in c:
+        x0, oracle = _case_alg(case)[3]
+        c["eager"] = _eager_run(case.make(**case.kwargs), x0, oracle, _key(0))
+    return c["eager"]
+
+
+def _seed_keys(seed: int):
+    """One key per local device (at least 2), so every seed-batched check shares one compiled
+    ``run_seeds`` program and ``shard=True`` divides evenly."""
+    n = jax.local_device_count()
+    return jax.random.split(_key(seed), n if n > 1 else 2)
+
+
+def check_alg_jit(case: AlgorithmCase) -> None:
+    """``base.run`` under jit == an eager Python loop of updates; repeated jitted calls and
+    repeated ``run_seeds`` calls with the same algorithm object do not retrace the update."""
+    from jaxopt_icml import base
+
+    alg, run, traces, (x0, oracle) = _case_alg(case)
+    assert_trees_close(_alg_reference(case), _alg_eager_reference(case),
+                       "jit vs no-jit (final state, trace)")
+    first = traces[0]
+    run(x0, oracle, _key(1))
+    assert traces[0] == first, "a second jitted run with a new key retraced the update"
+    base.run_seeds(alg, x0, oracle, _seed_keys(2), NUM_STEPS, trace_fn=_trace_step)
+    first = traces[0]
+    base.run_seeds(alg, x0, oracle, _seed_keys(3), NUM_STEPS, trace_fn=_trace_step)
+    assert traces[0] == first, "run_seeds retraced on a second call with the same algorithm"
+
+
+def check_alg_info(case: AlgorithmCase) -> None:
+    """``Step.info`` is a dict of scalars holding ``"oracle_calls"``; the iterate keeps x0's
+    structure; the state's shapes and dtypes survive an update."""
+    alg = case.make(**case.kwargs)
+    x0, oracle = _case_alg(case)[3]
+    state = alg.init(x0, _key(0))
+    step, new_state = jax.eval_shape(alg.update, state, oracle, _key(1))
+    _assert_same_avals(new_state, state, "algorithm state across an update")
+    assert isinstance(step.info, dict), f"Step.info must be a dict, got {type(step.info)}"
+    assert "oracle_calls" in step.info, "Step.info lacks 'oracle_calls'"
+    for k, v in step.info.items():
+        assert v.shape == (), f"info[{k!r}] is not a scalar (shape {v.shape})"
+    _assert_same_avals(step.x, _abstract(x0), "Step.x vs x0", weak_type=False)
+
+
+def check_alg_vmap_seeds(case: AlgorithmCase) -> None:
+    """``run_seeds`` == the stacked single runs; different seeds differ when stochastic."""
+    from jaxopt_icml import base
+
+    alg, run, _, (x0, oracle) = _case_alg(case)
+    keys = _seed_keys(2)
+    batched = base.run_seeds(alg, x0, oracle, keys, NUM_STEPS, trace_fn=_trace_step)
+    singles = [run(x0, oracle, k) for k in keys]
+    assert_trees_close(batched, _stack(singles), "run_seeds vs stacked runs")
+    if case.stochastic:
+        assert _trees_differ(singles[0][1].x, singles[1][1].x), (
+            "a stochastic algorithm gave identical iterates for two different seeds")
+
+
+def check_alg_shard_seeds(case: AlgorithmCase) -> None:
+    """``run_seeds(shard=True)`` over all local devices == ``shard=False``."""
+    from jaxopt_icml import base
+
+    alg, _, _, (x0, oracle) = _case_alg(case)
+    keys = _seed_keys(6)
+    a = base.run_seeds(alg, x0, oracle, keys, NUM_STEPS, trace_fn=_trace_step)
+    b = base.run_seeds(alg, x0, oracle, keys, NUM_STEPS, trace_fn=_trace_step, shard=True)
+    assert_trees_close(b, a, "run_seeds shard=True vs shard=False")
+
+
+def check_alg_determinism(case: AlgorithmCase) -> None:
+    """A fresh algorithm object with the same key gives bitwise the same jitted run."""
+    x0, oracle = _case_alg(case)[3]
+    again = _jit_run(case.make(**case.kwargs))(x0, oracle, _key(0))
+    assert_trees_equal(again, _alg_reference(case), "two runs with the same key")
+
+
+def check_alg_key_reuse(case: AlgorithmCase) -> None:
+    """The update never consumes the same key twice (jax.debug_key_reuse)."""
+    x0, oracle = _case_alg(case)[3]
+    with jax.debug_key_reuse(True):
+        try:
+            _jit_run(case.make(**case.kwargs))(x0, oracle, _key(0))
+        except jax.errors.KeyReuseError as e:
+            raise AssertionError(f"key reuse: {e}") from e
+
+
+def _check_alg_dtype(alg, run, x0, oracle, dtype) -> None:
+    state, trace = run(x0, oracle, _key(0))
+    for path, leaf in jax.tree_util.tree_leaves_with_path(trace.x):
+        assert leaf.dtype == jnp.dtype(dtype), (
+            f"iterate {jax.tree_util.keystr(path)} has dtype {leaf.dtype}, x0 {dtype}")
+    _assert_same_avals(_abstract(state), jax.eval_shape(alg.init, x0, _key(0)),
+                       f"{jnp.dtype(dtype).name} state after the run", weak_type=False)
+    assert _float_leaves_finite(trace.x), f"non-finite {jnp.dtype(dtype).name} iterates"
+
+
+def check_alg_dtypes(case: AlgorithmCase) -> None:
+    """float32 iterates stay float32, and a float64 run (``jax.enable_x64``) stays float64."""
+    alg, run, _, (x0, oracle) = _case_alg(case)
+    _check_alg_dtype(alg, run, x0, oracle, jnp.float32)
+    with jax.enable_x64(True):
+        alg = case.make(**case.kwargs)
+        _check_alg_dtype(alg, _jit_run(alg), *_problem(case, jnp.float64), jnp.float64)
+
+
+def check_alg_bfloat16(case: AlgorithmCase) -> None:
+    """bfloat16 iterates stay bfloat16. Skipped when the case says ``bfloat16=False`` or its
+    problem raises ``NotImplementedError`` for bfloat16; any other error fails the check."""
+    if not case.bfloat16:
+        _skip("the case declares no bfloat16 form of its problem (bfloat16=False)")
+    try:
+        x0, oracle = _problem(case, jnp.bfloat16)
+    except NotImplementedError as e:
+        _skip(f"problem(key, bfloat16) is not implemented: {e}")
+    alg = case.make(**case.kwargs)
+    _check_alg_dtype(alg, _jit_run(alg), x0, oracle, jnp.bfloat16)
+
+
+def check_alg_checkpoint(case: AlgorithmCase) -> None:
+    """Orbax round trip of the run state against ``jax.eval_shape(init, x0, key)``; the next
+    update is bitwise identical."""
+    from jaxopt_icml import checkpoint
+
+    alg, _, _, (x0, oracle) = _case_alg(case)
+    state, _ = _alg_reference(case)
+    with tempfile.TemporaryDirectory() as d:
+        checkpoint.save(d, NUM_STEPS, state)
+        restored = checkpoint.restore(d, jax.eval_shape(alg.init, x0, _key(0)))
+    assert_trees_equal(restored, state, "restored state vs saved state")
+    # the same eager ops on both states (no extra compilation): bitwise comparable
+    update = case.make(**case.kwargs).update
+    assert_trees_equal(update(restored, oracle, _key(9)), update(state, oracle, _key(9)),
+                       "next update after restore")
+
+
+algorithm_checks: dict[str, Callable[[AlgorithmCase], None]] = {
+    "jit": check_alg_jit,
+    "info": check_alg_info,
+    "vmap_seeds": check_alg_vmap_seeds,
+    "shard_seeds": check_alg_shard_seeds,
+    "determinism": check_alg_determinism,
+    "key_reuse": check_alg_key_reuse,
+    "dtypes": check_alg_dtypes,
+    "bfloat16": check_alg_bfloat16,
+    "checkpoint": check_alg_checkpoint,
+    "invalid": check_invalid,
+}
