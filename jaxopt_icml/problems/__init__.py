@@ -1,5 +1,6 @@
 """Synthetic problems as pytrees with known constants (L, mu, optimum, equilibrium ...)."""
 
+from jaxopt_icml.problems.drifting import DriftingQuadratic, DriftState, drifting_quadratic
 from jaxopt_icml.problems.games import (
     CountingOperator,
     LinearOperator,
@@ -9,16 +10,31 @@ from jaxopt_icml.problems.games import (
     random_orthogonal,
     strongly_monotone_linear,
 )
+from jaxopt_icml.problems.heavy_tailed import (
+    FiniteSumMean,
+    FiniteSumRidge,
+    finite_sum_problem,
+    heavy_tailed_dataset,
+    student_t,
+)
 from jaxopt_icml.problems.quadratics import Quadratic, random_quadratic
 
 __all__ = [
     "CountingOperator",
+    "DriftState",
+    "DriftingQuadratic",
+    "FiniteSumMean",
+    "FiniteSumRidge",
     "LinearOperator",
     "NoisyOperator",
     "Quadratic",
     "bilinear_game",
+    "drifting_quadratic",
+    "finite_sum_problem",
+    "heavy_tailed_dataset",
     "monotone_linear",
     "random_orthogonal",
     "random_quadratic",
     "strongly_monotone_linear",
+    "student_t",
 ]

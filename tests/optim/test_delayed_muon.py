@@ -1,0 +1,326 @@
+"""Tests of the one-step delay, the delay correction and delayed Muon
+(jaxopt_icml.optim.delayed_muon) and of their experiment."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from jaxopt_icml import theory
+from jaxopt_icml.optim.delayed_muon import (
+    delay_correction,
+    delayed_muon,
+    one_step_delay,
+)
+from jaxopt_icml.testing import TransformationCase
+
+
+def _delayed_adamw(learning_rate=1e-2, *, inner=None, first_step="undelayed", gamma=None):
+    tx = optax.adamw(learning_rate, weight_decay=0.1) if inner is None else inner
+    parts = [one_step_delay(tx, first_step=first_step)]
+    if gamma is not None:
+        parts.append(delay_correction(gamma))
+    return optax.chain(*parts)
+
+
+CONTRACT_CASES = (
+    TransformationCase(
+        name="one_step_delay_adamw", make=_delayed_adamw, kwargs={"learning_rate": 1e-2},
+        invalid=(({"inner": 3}, "inner"), ({"first_step": "none"}, "first_step"),
+                 ({"first_step": 0}, "first_step"), ({"gamma": -0.5}, "gamma"),
+                 ({"gamma": float("nan")}, "gamma")),
+        needs_params=True),
+    TransformationCase(
+        name="delayed_muon_corrected", make=delayed_muon,
+        kwargs={"learning_rate": 2e-2, "gamma": 1.0},
+        invalid=(({"learning_rate": 0.0}, "learning_rate"), ({"beta": 1.0}, "beta"),
+                 ({"beta": -0.1}, "beta"), ({"gamma": -1.0}, "gamma"),
+                 ({"first_step": "late"}, "first_step"), ({"nesterov": 1}, "nesterov"),
+                 ({"ns_steps": 0}, "ns_steps"), ({"ns_steps": 2.0}, "ns_steps"),
+                 ({"weight_decay": -1e-3}, "weight_decay"), ({"adam_b1": 1.0}, "adam_b1"),
+                 ({"adam_b2": 1.5}, "adam_b2")),
+        needs_params=True),
+)
+
+
+# --------------------------------------------------------------------------- helpers
+
+A = np.diag([2.0, 0.5, 1.0]) + 0.3 * np.ones((3, 3))  # SPD Hessian of the quadratic
+X0 = np.array([1.0, -2.0, 0.5])
+
+
+def _quad_grad(x):
+    return A @ x
+
+
+def _run(tx, steps, x0=X0, grad=None, x64=True):
+    """Runs ``tx`` on the quadratic 0.5 x^T A x (float64), returning the iterates."""
+    grad = grad or (lambda x: jnp.asarray(A) @ x)
+    with jax.enable_x64(x64):
+        x = jnp.asarray(x0)
+        s = tx.init(x)
+        out = []
+        for _ in range(steps):
+            u, s = tx.update(grad(x), s, x)
+            x = optax.apply_updates(x, u)
+            out.append(np.asarray(x))
+    return np.stack(out)
+
+
+# --------------------------------------------------------------------------- the delay
+
+
+@pytest.mark.parametrize("first_step", ["undelayed", "zero"])
+def test_delayed_heavy_ball_matches_numpy_stale_loop(first_step):
+    """NumPy re-derivation: heavy-ball SGD fed g(x_{t-1}) (x_{-1} = x_0, or no step at 0)."""
+    lr, mom, T = 0.1, 0.8, 25
+    x, x_prev, m, ref = X0.copy(), X0.copy(), np.zeros(3), []
+    for t in range(T):
+        if first_step == "zero" and t == 0:
+            new = x.copy()
+        else:
+            m = mom * m + _quad_grad(x_prev if t > 0 else x)
+            new = x - lr * m
+        x_prev, x = x, new
+        ref.append(x.copy())
+    got = _run(one_step_delay(optax.sgd(lr, momentum=mom), first_step=first_step), T)
+    np.testing.assert_allclose(got, np.stack(ref), rtol=1e-12, atol=1e-12)
+
+
+def test_constant_gradient_delay_is_invisible():
+    """Known special case: with a constant gradient the stale gradient equals the fresh one, so
+    one_step_delay(adamw) is bitwise optax.adamw (current params feed the weight decay)."""
+    g = lambda x: jnp.asarray([0.3, -1.0, 2.0], x.dtype)
+    inner = lambda: optax.adamw(0.05, weight_decay=0.1)
+    np.testing.assert_array_equal(_run(one_step_delay(inner()), 10, grad=g),
+                                  _run(inner(), 10, grad=g))
+
+
+def test_zero_first_step_is_the_undelayed_run_one_step_late():
+    """first_step="zero": call 0 applies nothing and leaves the inner state untouched; from
+    then on call t applies inner's (t-1)-th update of g(x_{t-1})."""
+    inner = optax.adam(0.1)
+    tx = one_step_delay(inner, first_step="zero")
+    x = jnp.asarray(X0, jnp.float32)
+    s = tx.init(x)
+    u, s1 = tx.update(jnp.asarray(A, jnp.float32) @ x, s, x)
+    assert not np.any(np.asarray(u))
+    jax.tree.map(np.testing.assert_array_equal, s1.inner_state, s.inner_state)
+    assert int(s1.count) == 1 and int(s1.inner_state[0].count) == 0
+    # The next call applies adam's first step to g(x_0): inner count 0 -> 1.
+    u, s2 = tx.update(jnp.asarray(A, jnp.float32) @ x, s1, x)
+    ref, _ = inner.update(jnp.asarray(A, jnp.float32) @ x, inner.init(x), x)
+    np.testing.assert_array_equal(u, ref)
+
+
+def test_schedule_and_weight_decay_use_the_current_step():
+    """Only the gradient is stale: update t uses lr(t) and decays the current x_t."""
+    lr = lambda t: 0.1 / (1.0 + t)
+    wd, T = 0.5, 8
+    x, x_prev, ref = X0.copy(), X0.copy(), []
+    for t in range(T):
+        g = _quad_grad(x_prev if t > 0 else x)
+        new = x - lr(t) * (g + wd * x)  # optax.add_decayed_weights then scale by -lr(t)
+        x_prev, x = x, new
+        ref.append(x.copy())
+    tx = one_step_delay(optax.chain(optax.add_decayed_weights(wd),
+                                    optax.scale_by_learning_rate(lr)))
+    np.testing.assert_allclose(_run(tx, T), np.stack(ref), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- the correction
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.5, 1.0])
+def test_correction_matches_numpy(gamma):
+    rng = np.random.default_rng(0)
+    us = rng.normal(size=(12, 4))
+    ref, prev = [], None
+    for t, u in enumerate(us):  # NumPy: d_0 = u_0, d_t = u_t + gamma (u_t - u_{t-1})
+        ref.append(u if t == 0 else u + gamma * (u - prev))
+        prev = u
+    tx = delay_correction(gamma)
+    with jax.enable_x64(True):
+        s = tx.init(jnp.zeros(4))
+        got = []
+        for u in us:
+            d, s = tx.update(jnp.asarray(u), s)
+            got.append(np.asarray(d))
+    np.testing.assert_allclose(np.stack(got), np.stack(ref), rtol=1e-13, atol=1e-14)
+    # Telescoping: the applied displacement is sum(u) + gamma (u_T - u_0).
+    np.testing.assert_allclose(np.sum(got, 0), us.sum(0) + gamma * (us[-1] - us[0]),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_correction_gamma_schedule_and_zero_is_identity():
+    us = np.random.default_rng(1).normal(size=(5, 3)).astype(np.float32)
+    sched = lambda t: 0.25 * t
+    tx, s, prev = delay_correction(sched), None, None
+    s = tx.init(jnp.zeros(3))
+    for t, u in enumerate(us):
+        d, s = tx.update(jnp.asarray(u), s)
+        want = u if t == 0 else u + sched(t) * (u - prev)
+        np.testing.assert_allclose(d, want, rtol=1e-6)
+        prev = u
+    ident = delay_correction(0.0)
+    s = ident.init(jnp.zeros(3))
+    for u in us:
+        d, s = ident.update(jnp.asarray(u), s)
+        np.testing.assert_array_equal(d, u)
+
+
+def test_sgd_correction_is_gradient_extrapolation():
+    """one_step_delay(sgd) + correction: d_t = -eta ((1 + gamma) g_{t-1} - gamma g_{t-2})."""
+    lr, gamma, T = 0.05, 1.0, 15
+    xs = [X0.copy()]
+    for t in range(T):
+        g1 = _quad_grad(xs[max(t - 1, 0)])
+        g2 = _quad_grad(xs[max(t - 2, 0)])
+        d = -lr * g1 if t == 0 else -lr * ((1 + gamma) * g1 - gamma * g2)
+        xs.append(xs[-1] + d)
+    tx = optax.chain(one_step_delay(optax.sgd(lr)), delay_correction(gamma))
+    np.testing.assert_allclose(_run(tx, T), np.stack(xs[1:]), rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- dtypes, edge cases
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _delayed_adamw(1e-2, gamma=1.0),
+    lambda: delayed_muon(2e-2),
+    lambda: _delayed_adamw(1e-2, first_step="zero", gamma=1.0),
+])
+def test_bf16_params_stay_bf16(make):
+    p = {"w": jnp.ones((4, 3), jnp.bfloat16), "b": jnp.zeros(3, jnp.bfloat16)}
+    loss = lambda q: jnp.sum((q["w"].astype(jnp.float32) - 0.3) ** 2) + jnp.sum(
+        q["b"].astype(jnp.float32) ** 2)
+    tx = make()
+    s = tx.init(p)
+    for _ in range(3):
+        u, s = tx.update(jax.grad(loss)(p), s, p)
+        p = optax.apply_updates(p, u)
+    for leaf in jax.tree.leaves(u) + jax.tree.leaves(p):
+        assert leaf.dtype == jnp.bfloat16
+        assert np.all(np.isfinite(np.asarray(leaf, np.float32)))
+
+
+def test_bf16_correction_computes_in_float32():
+    u0 = jnp.asarray([1.0, 256.0], jnp.bfloat16)
+    u1 = jnp.asarray([1.0078125, 257.0], jnp.bfloat16)
+    tx = delay_correction(0.5)
+    s = tx.init(jnp.zeros(2, jnp.bfloat16))
+    _, s = tx.update(u0, s)
+    d, s = tx.update(u1, s)
+    want = (np.float32(u1.astype(jnp.float32)) * 1.5 - 0.5 * np.float32(u0.astype(jnp.float32)))
+    np.testing.assert_array_equal(np.asarray(d), np.asarray(jnp.asarray(want).astype(
+        jnp.bfloat16)))
+    assert s.prev_updates.dtype == jnp.bfloat16 and d.dtype == jnp.bfloat16
+
+
+@pytest.mark.parametrize("first_step", ["undelayed", "zero"])
+def test_zero_gradients_at_init_are_finite(first_step):
+    p = {"w": jnp.zeros((4, 4)), "b": jnp.zeros(4)}
+    zero = jax.tree.map(jnp.zeros_like, p)
+    for tx in (delayed_muon(1e-2, first_step=first_step),
+               _delayed_adamw(1e-2, first_step=first_step, gamma=1.0)):
+        s = tx.init(p)
+        for _ in range(3):
+            u, s = tx.update(zero, s, p)
+            assert all(np.all(np.isfinite(x)) for x in jax.tree.leaves(u))
+            assert all(np.all(np.isfinite(x)) for x in jax.tree.leaves(s)
+                       if jnp.issubdtype(jnp.asarray(x).dtype, jnp.floating))
+
+
+def test_invalid_arguments_name_the_argument():
+    for case in CONTRACT_CASES:
+        for override, arg in case.invalid:
+            with pytest.raises(ValueError, match=arg):
+                case.make(**{**case.kwargs, **override})
+    for bad in (float("inf"), "1", True, jnp.ones(2)):
+        with pytest.raises(ValueError, match="gamma"):
+            delay_correction(bad)
+    with pytest.raises(ValueError, match="beta"):
+        delayed_muon(1e-2, beta=lambda t: 0.9)  # optax.contrib.muon takes no beta schedule
+
+
+def test_static_settings_are_keyword_only():
+    with pytest.raises(TypeError):
+        one_step_delay(optax.sgd(0.1), "zero")
+    with pytest.raises(TypeError):
+        delayed_muon(1e-2, 0.95, 1.0, "zero")
+
+
+# --------------------------------------------------------------------------- pipeline, theory
+
+
+def test_pipeline_shard_simulate_and_wrapper_agree():
+    """The 8-stage 2BW pipeline (ppermute forward/backward, weight stashing) equals
+    one_step_delay(adam, first_step="zero"), as vmap-simulated stages and as shard_map."""
+    import experiments.delayed_muon as exp
+
+    key = jax.random.PRNGKey(3)
+    assert exp._pipeline(exp.QUICK, key, shard=False) <= 1e-5
+    if jax.local_device_count() < exp.QUICK.pipe_stages:
+        pytest.skip("needs 8 devices for the sharded pipeline")
+    assert exp._pipeline(exp.QUICK, key, shard=True) <= 1e-5
+
+
+def test_stability_eigenvalues_match_closed_form():
+    """Eigenvalues of the linearized optax step (EMA momentum on x^2/2) vs the roots of the
+    characteristic polynomials, derived by hand: sync z^2 - (1+b-a) z + b, delayed
+    z^2 - (1+b) z + b + a, delayed + correction z^3 - (1+b) z^2 + (b + a(1+g)) z - a g, with
+    a = eta (1 - b); extra state dimensions give zero eigenvalues."""
+    import experiments.delayed_muon as exp
+
+    etas = np.array([0.3, 0.9, 1.7, 5.0])
+    betas = np.array([0.0, 0.5, 0.9, 0.95])
+    polys = {
+        "sync": lambda a, b: [1.0, -(1 + b - a), b],
+        "delayed": lambda a, b: [1.0, -(1 + b), b + a],
+        "corrected": lambda a, b: [1.0, -(1 + b), b + 2 * a, -a],
+    }
+    for mode, poly in polys.items():
+        e, b = np.repeat(etas, len(betas)), np.tile(betas, len(etas))
+        J = np.asarray(exp._jacobian_program(mode)(jnp.asarray(e, jnp.float32),
+                                                   jnp.asarray(b, jnp.float32)), np.float64)
+        for Jk, ek, bk in zip(J, e, b, strict=True):
+            got = np.linalg.eigvals(Jk)
+            want = np.roots(poly(ek * (1 - bk), bk))
+            want = np.concatenate([want, np.zeros(len(got) - len(want))])
+            np.testing.assert_allclose(np.sort_complex(np.round(got, 5)),
+                                       np.sort_complex(np.round(want, 5)), atol=2e-5)
+    # and the measured boundaries (bisection on these radii) are the closed-form ones
+    sync, _, _ = exp.stability_boundary("sync", betas, 401)
+    delayed, _, _ = exp.stability_boundary("delayed", betas, 401)
+    want_sync, want_delayed = exp.stability_bounds(betas)
+    np.testing.assert_allclose(sync, want_sync, rtol=1e-3)
+    np.testing.assert_allclose(delayed, want_delayed, rtol=1e-3)
+
+
+# --------------------------------------------------------------------------- experiment
+
+
+@pytest.mark.claims
+def test_quick_claims():
+    """QUICK config, PRNGKey(0): every claim passes. Deterministic given the key; the margins
+    (and what they were at other keys) are in the claims' sources and the module docstring."""
+    import experiments.delayed_muon as exp
+
+    results = exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    checked = theory.check(exp.CLAIMS, results)
+    assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
+    failed = [c for c in checked if not c.passed]
+    assert not failed, theory.format_claims(checked)
+    summary = exp.summarize(results)
+    assert all(np.isfinite(v) for v in summary.values())
+    from experiments import common
+
+    common.use_agg()
+    import matplotlib.pyplot as plt
+
+    figs = exp.plot(results, exp.QUICK)
+    assert set(figs) == {"teacher_student", "least_squares", "stability"}
+    plt.close("all")
