@@ -153,12 +153,14 @@ print("jaxopt_icml", jaxopt_icml.__version__, "from", root)'''
 import jax
 
 print(jax.default_backend(), jax.devices())'''
+    # isort order (ruff checks the notebooks): the two experiments imports sorted by module name
+    imports = "\n".join(sorted([f"from experiments import {slug} as exp",
+                                 "from experiments import common"]))
     config = f'''\
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from experiments import common
-from experiments import {slug} as exp
+{imports}
 from jaxopt_icml import theory
 
 # CI executes every notebook with {QUICK_ENV}=1 (seconds on a CPU); otherwise the FULL config.
