@@ -12,6 +12,12 @@ reported):
    (opaque mode, normalized SGD adversary) on a small MLP regression loss.
 3. ``scan_vmap_vs_python_loop``: a GOMA theory check (bilinear game) over 64 seeds as one
    ``lax.scan`` + ``vmap`` program vs a Python loop over seeds and steps of a jitted step.
+4. The ``optim`` family against optax (:mod:`experiments.bench_optim`): M+Adam and DeVA's
+   vector form vs ``optax.adam``, DeVA's matrix form vs ``optax.contrib.muon``, clipped SGD vs
+   ``chain(clip_by_global_norm, sgd)``, the one-step-delay wrapper vs its inner AdamW.
+
+``--only NAME [NAME ...]`` runs a subset (names as in the table, or ``optim`` for group 4,
+``core`` for groups 1-3).
 
 Absolute times are only meaningful on a GPU/TPU; ratios on the CPU say how much overhead a
 method adds over its baseline there.
@@ -30,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from experiments import bench_optim
 from jaxopt_icml import base, problems
 from jaxopt_icml.minimax import goma
 from jaxopt_icml.optim import multistep_sam
@@ -40,7 +47,10 @@ TARGETS = {
     "goma_vs_adam": ("<=", 2.5),
     "sam_k1_vs_optax_sam": ("<=", 1.15),
     "scan_vmap_vs_python_loop": (">=", 20.0),
+    **bench_optim.TARGETS,
 }
+CORE = ("goma_vs_sgd", "goma_vs_sgd_donated", "goma_vs_adam", "sam_k1_vs_optax_sam",
+        "scan_vmap_vs_python_loop")
 
 
 def _block(tree):
@@ -191,26 +201,44 @@ def bench_scan_vmap(*, seeds: int, steps: int, dim: int, repeats: int) -> dict:
     return out
 
 
-def run_all(*, quick: bool = False, repeats: int | None = None) -> dict:
-    """Runs the three benchmarks; ``quick`` shrinks sizes (for CI smoke tests only)."""
+def run_all(*, quick: bool = False, repeats: int | None = None, only=None) -> dict:
+    """Runs the benchmarks (all, or the names/groups in ``only``); ``quick`` shrinks sizes (for
+    CI smoke tests only)."""
     if quick:
-        sizes = dict(num_params=200_000, width=64, seeds=8, steps=50)
+        sizes = dict(num_params=200_000, width=64, seeds=8, steps=50, side=128)
         repeats = repeats or 3
     else:
-        sizes = dict(num_params=10_000_000, width=256, seeds=64, steps=200)
+        sizes = dict(num_params=10_000_000, width=256, seeds=64, steps=200, side=1024)
         repeats = repeats or 15
-    results = {
-        "goma_vs_sgd": bench_goma(optax.sgd(0.1), num_params=sizes["num_params"],
-                                  repeats=repeats, inner=5, donate=False),
-        "goma_vs_sgd_donated": bench_goma(optax.sgd(0.1), num_params=sizes["num_params"],
-                                          repeats=repeats, inner=5, donate=True),
-        "goma_vs_adam": bench_goma(optax.adam(0.1), num_params=sizes["num_params"],
-                                   repeats=repeats, inner=5, donate=False),
-        "sam_k1_vs_optax_sam": bench_sam(width=sizes["width"], repeats=repeats, inner=20),
-        "scan_vmap_vs_python_loop": bench_scan_vmap(seeds=sizes["seeds"], steps=sizes["steps"],
-                                                    dim=10, repeats=max(3, repeats // 5)),
+    wanted = set(TARGETS) if not only else set()
+    for name in only or ():
+        group = {"core": set(CORE), "optim": set(bench_optim.TARGETS)}.get(name)
+        if group is None and name not in TARGETS:
+            raise ValueError(f"unknown benchmark {name!r}; choose from core, optim, "
+                             f"{', '.join(TARGETS)}")
+        wanted |= group if group is not None else {name}
+    n = sizes["num_params"]
+    core = {
+        "goma_vs_sgd": lambda: bench_goma(optax.sgd(0.1), num_params=n, repeats=repeats,
+                                          inner=5, donate=False),
+        "goma_vs_sgd_donated": lambda: bench_goma(optax.sgd(0.1), num_params=n,
+                                                  repeats=repeats, inner=5, donate=True),
+        "goma_vs_adam": lambda: bench_goma(optax.adam(0.1), num_params=n, repeats=repeats,
+                                           inner=5, donate=False),
+        "sam_k1_vs_optax_sam": lambda: bench_sam(width=sizes["width"], repeats=repeats,
+                                                 inner=20),
+        "scan_vmap_vs_python_loop": lambda: bench_scan_vmap(
+            seeds=sizes["seeds"], steps=sizes["steps"], dim=10, repeats=max(3, repeats // 5)),
     }
+    results = {name: fn() for name, fn in core.items() if name in wanted}
+    if wanted & set(bench_optim.TARGETS):
+        optim = bench_optim.run_benchmarks(big_pytree=_big_pytree, ratio=interleaved_ratio,
+                                           num_params=n, matrix_side=sizes["side"],
+                                           repeats=repeats, inner=5)
+        results.update({k: v for k, v in optim.items() if k in wanted})
     for name, (op, target) in TARGETS.items():
+        if name not in results:
+            continue
         value = results[name]["ratio_median"]
         results[name]["target"] = f"{op} {target}"
         results[name]["meets_target"] = bool(value <= target if op == "<=" else value >= target)
@@ -221,11 +249,13 @@ def run_all(*, quick: bool = False, repeats: int | None = None) -> dict:
 
 
 def format_table(results: dict) -> str:
-    lines = [f"{'benchmark':28s} {'median ratio':>12s} {'IQR':>17s} {'target':>9s}  met",
-             "-" * 76]
+    lines = [f"{'benchmark':30s} {'median ratio':>12s} {'IQR':>17s} {'target':>9s}  met",
+             "-" * 78]
     for name in TARGETS:
+        if name not in results:
+            continue
         r = results[name]
-        lines.append(f"{name:28s} {r['ratio_median']:12.3f} "
+        lines.append(f"{name:30s} {r['ratio_median']:12.3f} "
                      f"[{r['ratio_q25']:6.3f}, {r['ratio_q75']:6.3f}] {r['target']:>9s}  "
                      f"{'yes' if r['meets_target'] else 'NO'}")
     lines.append(f"backend: {results['backend']}  ({len(results['devices'])} device(s))")
@@ -233,7 +263,11 @@ def format_table(results: dict) -> str:
 
 
 def main(args) -> int:
-    results = run_all(quick=args.quick, repeats=args.repeats)
+    try:
+        results = run_all(quick=args.quick, repeats=args.repeats, only=args.only)
+    except ValueError as err:
+        print(f"error: --only: {err}")
+        return 2
     print(format_table(results))
     out = args.out or os.path.join("runs", "bench" + ("-quick" if args.quick else ""))
     os.makedirs(out, exist_ok=True)
@@ -247,3 +281,5 @@ def add_arguments(parser) -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     parser.add_argument("--repeats", type=int, default=None, help="interleaved rounds")
     parser.add_argument("--out", default=None, help="output directory (default runs/bench)")
+    parser.add_argument("--only", nargs="+", default=None, metavar="NAME",
+                        help="benchmarks to run: names from the table, or the groups core/optim")

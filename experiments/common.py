@@ -34,6 +34,7 @@ __all__ = [
     "devices",
     "load",
     "progress",
+    "record_claims",
     "repo_root",
     "save_figures",
     "to_jsonable",
@@ -138,6 +139,37 @@ def write_json(path, payload) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(to_jsonable(payload), indent=2, allow_nan=False) + "\n")
     return path
+
+
+RECORD_ENV = "JAXOPT_ICML_RECORD"
+
+
+def record_claims(exp, cfg, key: int, claims, *, quick: bool, root=None) -> Path | None:
+    """Writes ``runs/<slug>[-quick]/results.json`` with the claims just evaluated, as
+    ``python -m experiments run`` does, when the environment variable ``JAXOPT_ICML_RECORD`` is
+    ``"1"`` (CI sets it while executing the notebooks, so that ``python -m jaxopt_icml.catalog``
+    reports those outcomes instead of running every experiment again); otherwise nothing.
+
+    Returns the path written, or ``None``.
+    """
+    if os.environ.get(RECORD_ENV) != "1":
+        return None
+    root = repo_root() if root is None else Path(root)
+    out = root / "runs" / (exp.SLUG + ("-quick" if quick else ""))
+    payload = {
+        "slug": exp.SLUG,
+        "title": exp.TITLE,
+        "quick": bool(quick),
+        "seeds": cfg.seeds,
+        "key": int(key),
+        "config": config_dict(cfg),
+        "versions": versions(),
+        "recorded_by": "notebook",
+        "claims": [c.as_dict() for c in claims],
+        "all_claims_passed": all(c.passed for c in claims),
+        "known_failing": sorted(getattr(exp, "KNOWN_FAILING", ())),
+    }
+    return write_json(out / "results.json", payload)
 
 
 def versions() -> dict:

@@ -658,10 +658,16 @@ def ls_final(r, kind):
 
 
 def ls_gap_fraction(r, kind, beta_index):
-    """(corrected - sync) / (delayed - sync) at the sync-tuned learning rate."""
+    """(corrected - sync) / (delayed - sync) at the sync-tuned learning rate.
+
+    ``inf`` when the delay did not hurt (delayed <= sync): there is then no penalty to recover
+    and a ``<=`` claim on this fraction must fail rather than pass on a meaningless ratio.
+    """
     f = ls_final(r, kind)[:, beta_index]  # (lr, mode)
     i = int(np.argmin(f[:, 0]))
     s, d, c = f[i]
+    if not d > s:
+        return float("inf")
     return float((c - s) / (d - s))
 
 

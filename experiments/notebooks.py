@@ -192,7 +192,9 @@ known = set(getattr(exp, "KNOWN_FAILING", ()))  # documented non-reproductions
 for c in claims:
     if not c.passed:
         why = "documented non-reproduction" if c.name in known else "UNEXPECTED failure"
-        print(f"{c.name}: FAIL ({why}; measured {c.value:.4g})")'''
+        print(f"{c.name}: FAIL ({why}; measured {c.value:.4g})")
+# CI (JAXOPT_ICML_RECORD=1) records these outcomes for `python -m jaxopt_icml.catalog`
+common.record_claims(exp, cfg, 0, claims, quick=QUICK)'''
     plots = '''\
 figures = exp.plot(results, cfg)
 for fig in figures.values():

@@ -40,6 +40,7 @@ __all__ = [
     "Paper",
     "SYMBOLS",
     "claims_outcome",
+    "current_known_failing",
     "get",
     "load_experiment",
     "main",
@@ -249,7 +250,20 @@ def recorded_claims(paper: Paper, root: Path | None) -> bool | str | None:
     if not claims:
         return False
     failed = [c.get("name") for c in claims if not c.get("passed")]
-    return claims_outcome(failed, payload.get("known_failing", ()))
+    # A documented miss counts only while the experiment still documents it: a stale run
+    # recorded under an older KNOWN_FAILING does not excuse a failure dropped from it since.
+    known = set(payload.get("known_failing", ())) & set(current_known_failing(paper, root))
+    return claims_outcome(failed, known)
+
+
+def current_known_failing(paper: Paper, root: Path | None) -> tuple[str, ...]:
+    """The experiment's ``KNOWN_FAILING`` now (empty when it has none or cannot be loaded)."""
+    for where in (root, repo_root()):
+        try:
+            return tuple(getattr(load_experiment(paper.slug, where), "KNOWN_FAILING", ()))
+        except (FileNotFoundError, ImportError):
+            continue
+    return ()
 
 
 def status(paper: Paper | str, root=None, *, claims: bool = False) -> dict:

@@ -15,6 +15,11 @@ Example::
     check_float("momentum", 0.9, strict=False, high=1)  # in [0, 1]
     check_float("eps", 1e-8, allow_schedule=False)      # a float only
     check_float("inner_lr", None, allow_none=True)      # None means "use the default"
+    check_unit_interval("b1", 0.9)                      # in [0, 1): decay rates
+    check_static_int("ns_steps", 5, low=1)              # loop counts and shapes: static ints
+    check_bool("nesterov", True)
+    check_choice("form", "combined", ("combined", "mantissa_exponent"))
+    resolve(schedule_or_float, count, jnp.float32)       # the value at update ``count``
     compute_dtype(jnp.bfloat16)                          # float32
     concrete_float(jnp.asarray(0.5))                     # 0.5; None under jit or for schedules
 """
@@ -27,7 +32,16 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["check_float", "compute_dtype", "concrete_float"]
+__all__ = [
+    "check_bool",
+    "check_choice",
+    "check_float",
+    "check_static_int",
+    "check_unit_interval",
+    "compute_dtype",
+    "concrete_float",
+    "resolve",
+]
 
 
 def compute_dtype(dtype) -> jnp.dtype:
@@ -135,3 +149,59 @@ def check_float(name: str, value: Any, *, low: float = 0.0, strict: bool = True,
     if bad:
         raise ValueError(f"{name} must be {kind}, got {value!r}")
     return value
+
+
+def check_unit_interval(name: str, value: Any) -> Any:
+    """Validates a decay rate or momentum in ``[0, 1)`` (a float, not a schedule).
+
+    Tracers pass unchecked (``optax.inject_hyperparams``); returns ``value`` unchanged.
+
+    Raises:
+      ValueError: naming ``name`` and the value when it is not a finite float in ``[0, 1)``.
+    """
+    check_float(name, value, strict=False, high=1.0, allow_schedule=False)
+    v = concrete_float(value)
+    if v is not None and v >= 1.0:
+        raise ValueError(f"{name} must be a finite float in [0, 1), got {value!r}")
+    return value
+
+
+def check_static_int(name: str, value: Any, *, low: int = 1) -> int:
+    """Validates a static integer (a loop count, a period, a shape) ``>= low``; returns it as int.
+
+    Python and NumPy integers are accepted; bools, floats (even ``50.0``), strings and tracers
+    are not. A tracer usually means ``optax.inject_hyperparams`` injected the int: the message
+    says to pass it in ``static_args``.
+
+    Raises:
+      ValueError: naming ``name``, the value and the allowed range.
+    """
+    if isinstance(value, jax.core.Tracer):
+        raise ValueError(f"{name} must be a static int >= {low} (it fixes a loop count or a "
+                         f"shape); under optax.inject_hyperparams pass static_args=({name!r},)")
+    integral = isinstance(value, int) or (hasattr(value, "dtype") and getattr(value, "ndim", 1)
+                                          == 0 and jnp.issubdtype(value.dtype, jnp.integer))
+    if isinstance(value, bool) or not integral or int(value) < low:
+        raise ValueError(f"{name} must be a static int >= {low}, got {value!r}")
+    return int(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Validates a static flag: a Python ``bool`` (not ``0``/``1``, not a string)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+def check_choice(name: str, value: Any, choices) -> str:
+    """Validates a static string option: one of ``choices``."""
+    if not isinstance(value, str) or value not in tuple(choices):
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+    return value
+
+
+def resolve(value: Any, count: jax.Array, dtype) -> jax.Array:
+    """The value of a float-or-schedule hyperparameter at update ``count``, as a ``dtype``
+    scalar (a schedule is called with the count; a float or an injected tracer is cast)."""
+    value = value(count) if callable(value) else value
+    return jnp.asarray(value).astype(dtype)

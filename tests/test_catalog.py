@@ -149,10 +149,18 @@ def test_only_documented_misses_keep_a_row_complete(tmp_path, monkeypatch):
     record = {"claims": claims, "known_failing": ["b"]}
     (run_dir / "results.json").write_text(json.dumps(record))
     paper = catalog.get("goma")
+    monkeypatch.setattr(catalog, "current_known_failing", lambda p, r: ("b",))
     assert catalog.recorded_claims(paper, tmp_path) == "known"
+    # the experiment no longer documents "b": the stale record does not excuse it
+    monkeypatch.setattr(catalog, "current_known_failing", lambda p, r: ())
+    assert catalog.recorded_claims(paper, tmp_path) is False
+    monkeypatch.setattr(catalog, "current_known_failing", lambda p, r: ("b",))
     record["known_failing"] = ["a"]  # a passing claim listed as known does not excuse "b"
     (run_dir / "results.json").write_text(json.dumps(record))
     assert catalog.recorded_claims(paper, tmp_path) is False
+    monkeypatch.undo()
+    assert catalog.current_known_failing(catalog.get("m_plus_adam"), ROOT) == (
+        "loss_ratio_m_plus_adam_vs_adam_fp8",)
     monkeypatch.setattr(catalog, "recorded_claims", lambda p, r: "known")
     assert catalog.status(paper, ROOT)["status"] == "complete"
 

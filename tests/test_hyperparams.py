@@ -112,3 +112,38 @@ def test_check_float_under_inject_hyperparams():
     jax.jit(opt.update)(jnp.ones(2), state)
     with pytest.raises(ValueError, match="learning_rate"):
         optax.inject_hyperparams(make)(learning_rate=-0.1).init(jnp.zeros(2))
+
+
+def test_unit_interval_static_int_bool_choice_and_resolve():
+    import numpy as np
+
+    from jaxopt_icml.hyperparams import (
+        check_bool,
+        check_choice,
+        check_static_int,
+        check_unit_interval,
+        resolve,
+    )
+
+    assert check_unit_interval("b1", 0.0) == 0.0 and check_unit_interval("b1", 0.999) == 0.999
+    for bad in (1.0, -0.1, float("nan"), "0.5", True, lambda c: 0.5):
+        with pytest.raises(ValueError, match="b1"):
+            check_unit_interval("b1", bad)
+    jax.jit(lambda b: check_unit_interval("b1", b) * 1.0)(0.5)  # tracers pass
+    assert check_static_int("k", 3) == 3 and check_static_int("k", np.int32(2)) == 2
+    assert check_static_int("k", 0, low=0) == 0
+    for bad in (0, 50.0, True, "3", None, np.zeros(2, np.int32)):
+        with pytest.raises(ValueError, match="k must be a static int"):
+            check_static_int("k", bad)
+    with pytest.raises(ValueError, match="static_args"):
+        jax.jit(lambda k: check_static_int("k", k))(3)
+    assert check_bool("flag", False) is False
+    for bad in (0, 1, "yes", None):
+        with pytest.raises(ValueError, match="flag must be a bool"):
+            check_bool("flag", bad)
+    assert check_choice("form", "a", ("a", "b")) == "a"
+    with pytest.raises(ValueError, match=r"form must be one of \('a', 'b'\)"):
+        check_choice("form", "c", ("a", "b"))
+    count = jnp.asarray(4, jnp.int32)
+    assert resolve(lambda c: 0.5 * c, count, jnp.float32) == 2.0
+    assert resolve(0.25, count, jnp.bfloat16).dtype == jnp.bfloat16

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxopt_icml.hyperparams import check_float, compute_dtype
+from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve
 
 __all__ = [
     "ClippedSGDState",
@@ -91,11 +91,6 @@ def _clip_factor(norm, lam):
     return jnp.where(over, lam / jnp.where(over, norm, jnp.ones_like(norm)), jnp.ones_like(norm))
 
 
-def _value(v, count, dt):
-    v = v(count) if callable(v) else v
-    return jnp.asarray(v).astype(dt)
-
-
 def _check_static(per_example):
     if not isinstance(per_example, bool):
         raise ValueError(f"per_example must be a bool, got {per_example!r}")
@@ -125,8 +120,8 @@ def _make_update(learning_rate, clip_threshold, per_example):
         del extra_args
         leaves, treedef = jax.tree.flatten(updates)
         dt = _norm_dtype(leaves)
-        lam = _value(clip_threshold, state.count, dt)
-        scale = None if learning_rate is None else -_value(learning_rate, state.count, dt)
+        lam = resolve(clip_threshold, state.count, dt)
+        scale = None if learning_rate is None else -resolve(learning_rate, state.count, dt)
         if per_example:
             _check_per_example(leaves, params)
             batch = leaves[0].shape[0] if leaves else 1

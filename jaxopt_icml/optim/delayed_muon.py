@@ -20,7 +20,13 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxopt_icml.hyperparams import check_float, compute_dtype, concrete_float
+from jaxopt_icml.hyperparams import (
+    check_bool,
+    check_float,
+    check_static_int,
+    check_unit_interval,
+    compute_dtype,
+)
 
 __all__ = [
     "FIRST_STEPS",
@@ -78,27 +84,6 @@ def _check_first_step(first_step):
     if not isinstance(first_step, str) or first_step not in FIRST_STEPS:
         raise ValueError(f"first_step must be one of {FIRST_STEPS}, got {first_step!r}")
     return first_step
-
-
-def _check_unit(name, value):
-    """A float in [0, 1) (optax.contrib.muon takes these as arrays, not schedules)."""
-    check_float(name, value, strict=False, high=1.0, allow_schedule=False)
-    v = concrete_float(value)
-    if v is not None and v >= 1.0:
-        raise ValueError(f"{name} must be a finite float in [0, 1), got {value!r}")
-    return value
-
-
-def _check_static_int(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be a static int >= {low}, got {value!r}")
-    return value
-
-
-def _check_bool(name, value):
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
-    return value
 
 
 # --------------------------------------------------------------------------- helpers
@@ -395,14 +380,14 @@ def delayed_muon(
       hidden layers in neural networks", 2024.
     """
     check_float("learning_rate", learning_rate)
-    _check_unit("beta", beta)
+    check_unit_interval("beta", beta)
     check_float("gamma", gamma, strict=False, allow_none=True)
     _check_first_step(first_step)
-    _check_bool("nesterov", nesterov)
-    _check_static_int("ns_steps", ns_steps, 1)
+    check_bool("nesterov", nesterov)
+    check_static_int("ns_steps", ns_steps, low=1)
     check_float("weight_decay", weight_decay, strict=False, allow_schedule=False)
-    _check_unit("adam_b1", adam_b1)
-    _check_unit("adam_b2", adam_b2)
+    check_unit_interval("adam_b1", adam_b1)
+    check_unit_interval("adam_b2", adam_b2)
     inner = optax.contrib.muon(learning_rate, ns_steps=ns_steps, beta=beta,
                                weight_decay=weight_decay, nesterov=nesterov, adam_b1=adam_b1,
                                adam_b2=adam_b2)

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxopt_icml.hyperparams import check_float, compute_dtype
+from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
 
 __all__ = [
     "HarmAwareState",
@@ -104,18 +104,6 @@ class HarmAwareState(NamedTuple):
 # --------------------------------------------------------------------------- validation
 
 
-def _check_int(name, value, low):
-    if isinstance(value, bool) or isinstance(value, jax.core.Tracer):
-        raise ValueError(f"{name} must be a static int >= {low}, got {value!r}")
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}") from None
-    if v != value or v < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return v
-
-
 def _check_static(mode, head, num_iters, apply_to, accelerated, axis_name):
     if not isinstance(mode, str) or mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
@@ -125,7 +113,7 @@ def _check_static(mode, head, num_iters, apply_to, accelerated, axis_name):
     if mode == "full" and head is not None:
         raise ValueError(f"head must be None for mode='full' (per_sample_grads cover every "
                          f"parameter), got {head!r}")
-    k = _check_int("num_iters", num_iters, 1)
+    k = check_static_int("num_iters", num_iters, low=1)
     if apply_to not in _APPLY_TO:
         raise ValueError(f"apply_to must be one of {_APPLY_TO}, got {apply_to!r}")
     if mode == "full" and apply_to == "last_layer":
@@ -204,7 +192,7 @@ def solve_harm_dual(gram: jax.Array, linear: jax.Array, *, num_iters: int = 50,
     Returns:
       :class:`HarmDualSolution` with ``lam`` in the dtype of ``gram`` (float32 for 16-bit).
     """
-    k = _check_int("num_iters", num_iters, 1)
+    k = check_static_int("num_iters", num_iters, low=1)
     check_float("ridge", ridge, strict=False, allow_schedule=False)
     if not isinstance(accelerated, bool):
         raise ValueError(f"accelerated must be a bool, got {accelerated!r}")

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import optax
 
-from jaxopt_icml.hyperparams import check_float, compute_dtype
+from jaxopt_icml.hyperparams import check_float, check_unit_interval, compute_dtype, resolve
 
 __all__ = [
     "FORMATS",
@@ -225,18 +225,6 @@ def _check_common(eps, w_max, param_dtype, state_dtype, rounding, per_tensor_sca
         if not (typed or raw):
             raise ValueError(f"key must be a PRNG key (jax.random.key or PRNGKey), got {key!r}")
     return fmt, sdt
-
-
-def _check_unit(name, value):
-    """A float in [0, 1) (or a tracer)."""
-    check_float(name, value, strict=False, high=1.0, allow_schedule=False)
-    if not isinstance(value, jax.core.Tracer) and float(value) >= 1.0:
-        raise ValueError(f"{name} must be a finite float in [0, 1), got {value!r}")
-
-
-def _hyper(value, count, dtype):
-    value = value(count) if callable(value) else value
-    return jnp.asarray(value).astype(dtype)
 
 
 # --------------------------------------------------------------------------- shared machinery
@@ -504,8 +492,8 @@ def m_plus_adam(
     """
     check_float("learning_rate_add", learning_rate_add, strict=False)
     check_float("learning_rate_mul", learning_rate_mul, strict=False)
-    _check_unit("b1", b1)
-    _check_unit("b2", b2)
+    check_unit_interval("b1", b1)
+    check_unit_interval("b2", b2)
     check_float("max_abs_step", max_abs_step, allow_none=True, allow_schedule=False)
     check_float("max_rel_step", max_rel_step, allow_none=True, allow_schedule=False)
     fmt, sdt = _check_common(eps, w_max, param_dtype, state_dtype, rounding, per_tensor_scale,
@@ -536,7 +524,7 @@ def m_plus_adam(
         for g, w, m_a, v_a, m_m, v_m, k in zip(leaves, ws, ma, va, mm, vm, keys, strict=True):
             plan = _plan(w, fmt, sdt, per_tensor_scale)
             ct = compute_dtype(jnp.dtype(w.dtype))
-            hp = jnp.stack([_hyper(v, state.count, ct) for v in (
+            hp = jnp.stack([resolve(v, state.count, ct) for v in (
                 learning_rate_add, learning_rate_mul, b1, b2, eps, t,
                 *(0.0 if c is None else c for c in (max_abs_step, max_rel_step, w_max)))])
             outs.append(_m_plus_adam_leaf(g, w, m_a, v_a, m_m, v_m, k, hp, plan=plan,
@@ -634,7 +622,7 @@ def madam(
       arXiv:2006.14560.
     """
     check_float("learning_rate", learning_rate)
-    _check_unit("b2", b2)
+    check_unit_interval("b2", b2)
     check_float("max_rel_step", max_rel_step, allow_none=True, allow_schedule=False)
     fmt, sdt = _check_common(eps, w_max, param_dtype, state_dtype, rounding, per_tensor_scale,
                              key)
@@ -659,7 +647,7 @@ def madam(
         for g, w, v, k in zip(leaves, ws, vs, keys, strict=True):
             plan = _plan(w, fmt, sdt, per_tensor_scale)
             ct = compute_dtype(jnp.dtype(w.dtype))
-            hp = jnp.stack([_hyper(x, state.count, ct) for x in (
+            hp = jnp.stack([resolve(x, state.count, ct) for x in (
                 learning_rate, b2, eps, t, *(0.0 if c is None else c for c in (max_rel_step,
                                                                               w_max)))])
             outs.append(_madam_leaf(g, w, v, k, hp, plan=plan, caps=caps))

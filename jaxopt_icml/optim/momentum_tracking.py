@@ -72,7 +72,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxopt_icml import base
-from jaxopt_icml.hyperparams import check_float, compute_dtype, concrete_float
+from jaxopt_icml.hyperparams import check_float, check_unit_interval, compute_dtype
 
 __all__ = [
     "METHODS",
@@ -115,11 +115,7 @@ def _check_point(point):
 
 
 def _check_momentum(momentum):
-    check_float("momentum", momentum, strict=False, high=1.0, allow_schedule=False)
-    v = concrete_float(momentum)
-    if v is not None and v >= 1.0:
-        raise ValueError(f"momentum must be a finite float in [0, 1), got {momentum!r}")
-    return momentum
+    return check_unit_interval("momentum", momentum)
 
 
 # --------------------------------------------------------------------------- the methods
