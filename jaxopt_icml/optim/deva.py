@@ -36,7 +36,15 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxopt_icml.hyperparams import check_float, compute_dtype, concrete_float
+from jaxopt_icml.hyperparams import (
+    check_bool,
+    check_choice,
+    check_float,
+    check_static_int,
+    check_unit_interval,
+    compute_dtype,
+    resolve,
+)
 
 __all__ = [
     "NS_COEFFS",
@@ -106,35 +114,6 @@ class ScaleByEigenbasisState(NamedTuple):
 # --------------------------------------------------------------------------- validation
 
 
-def _check_beta(name, value):
-    check_float(name, value, strict=False, high=1.0, allow_schedule=False)
-    v = concrete_float(value)
-    if v is not None and v >= 1.0:
-        raise ValueError(f"{name} must be a finite float in [0, 1), got {value!r}")
-    return value
-
-
-def _check_int(name, value, low=1):
-    if isinstance(value, jax.core.Tracer):
-        raise ValueError(f"{name} must be a static int >= {low}; under optax.inject_hyperparams "
-                         f"pass static_args=({name!r},)")
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return int(value)
-
-
-def _check_bool(name, value):
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
-    return value
-
-
-def _check_choice(name, value, choices):
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-    return value
-
-
 def _check_dtype(name, value):
     if value is None:
         return None
@@ -154,10 +133,6 @@ def _ct(dtype):
     """Compute dtype of a leaf: float32 for 16-bit floats (and ints), else the leaf's."""
     dt = compute_dtype(dtype)
     return dt if jnp.issubdtype(dt, jnp.floating) else jnp.dtype(jnp.float32)
-
-
-def _f(v, dtype):
-    return jnp.asarray(v).astype(dtype)
 
 
 def newton_schulz(x: jax.Array, steps: int = 5, coeffs=NS_COEFFS, eps: float = 1e-7) -> jax.Array:
@@ -201,15 +176,15 @@ def scale_invariant_direction(m: jax.Array, geometry: str = "sign", *, ns_steps:
     (Schatten-:math:`\infty`) of a matrix, via :func:`newton_schulz` or, with
     ``orthogonalize="svd"``, :func:`polar_svd`. Both satisfy ``d(c m) = d(m)`` for ``c > 0``.
     """
-    _check_choice("geometry", geometry, ("sign", "msign"))
+    check_choice("geometry", geometry, ("sign", "msign"))
     if geometry == "sign":
         return jnp.sign(m)
     if m.ndim != 2:
         raise ValueError(f"geometry='msign' needs a matrix, got shape {m.shape}")
-    _check_choice("orthogonalize", orthogonalize, ("newton_schulz", "svd"))
+    check_choice("orthogonalize", orthogonalize, ("newton_schulz", "svd"))
     if orthogonalize == "svd":
         return polar_svd(m)
-    return newton_schulz(m, _check_int("ns_steps", ns_steps))
+    return newton_schulz(m, check_static_int("ns_steps", ns_steps))
 
 
 def _lr_chain(direction, weight_decay, learning_rate):
@@ -235,10 +210,10 @@ def scale_by_deva_linf(
     Returns:
       An ``optax.GradientTransformationExtraArgs`` with state :class:`ScaleByDevaLinfState`.
     """
-    _check_beta("b1", b1)
-    _check_beta("b2", b2)
+    check_unit_interval("b1", b1)
+    check_unit_interval("b2", b2)
     check_float("eps", eps, allow_schedule=False)
-    _check_bool("nesterov", nesterov)
+    check_bool("nesterov", nesterov)
     mu_dtype = _check_dtype("mu_dtype", mu_dtype)
 
     def init_fn(params):
@@ -256,7 +231,7 @@ def scale_by_deva_linf(
         def leaf(g, m, v):
             ct = v.dtype
             g32 = g.astype(ct)
-            beta1, beta2, e = _f(b1, ct), _f(b2, ct), _f(eps, ct)
+            beta1, beta2, e = (resolve(x, state.count, ct) for x in (b1, b2, eps))
             m = beta1 * m.astype(ct) + (1 - beta1) * g32
             v = beta2 * v + (1 - beta2) * m * m
             gamma = jnp.sqrt(m * m / (v + e))
@@ -390,7 +365,8 @@ def _project_back(x, ql, qr):
 def _eigenbasis_transform(
     name: str,
     direction: Callable,
-    b1, b2, eps, shampoo_beta, *,
+    floats: dict,
+    shampoo_beta, *,
     precondition_frequency: int,
     use_eigenbasis: bool,
     max_precond_dim: int,
@@ -398,7 +374,13 @@ def _eigenbasis_transform(
     mu_dtype,
 ) -> optax.GradientTransformationExtraArgs:
     """Shared SOAP-style bookkeeping; ``direction(g_rot, m_prev, v_prev, t, hp) -> (u, m, v)``
-    computes the step in the rotated coordinates (``t`` is the 1-based update index)."""
+    computes the step in the rotated coordinates (``t`` is the 1-based update index, ``hp``
+    the ``floats`` (``b1``, ``b2``, ``eps``, ...) resolved in the leaf's compute dtype).
+
+    A leaf with a rotated side spends its first update on initialising the eigenbasis (zero
+    step, so ``t = max(count, 1)``); a leaf with no rotated side (``use_eigenbasis=False``, or
+    both sides above ``max_precond_dim``) has no such call and uses ``t = count + 1``, exactly
+    the ``use_eigenbasis=False`` path."""
     empty = optax.EmptyState()
 
     def init_fn(params):
@@ -431,14 +413,14 @@ def _eigenbasis_transform(
         new_u, new = [], {f: [] for f in ScaleByEigenbasisState._fields[1:]}
         for g, m, v, ggl, ggr, ql, qr in zip(g_leaves, *fields, strict=True):
             ct = v.dtype
-            hp = dict(b1=_f(b1, ct), b2=_f(b2, ct), eps=_f(eps, ct))
-            sb = hp["b2"] if shampoo_beta is None else _f(shampoo_beta, ct)
+            hp = {name: resolve(val, k, ct) for name, val in floats.items()}
+            sb = hp["b2"] if shampoo_beta is None else resolve(shampoo_beta, k, ct)
             g32 = g.astype(ct)
             left, right = _sides(g.shape, use_eigenbasis, max_precond_dim)
             ql_, qr_ = (ql if left else None), (qr if right else None)
-            if use_eigenbasis:
+            if left or right:
                 t = jnp.maximum(k, 1).astype(ct)  # call 0 only initialises the eigenbasis
-            else:
+            else:  # no side rotated (use_eigenbasis=False, or both sides > max_precond_dim)
                 t = (k + 1).astype(ct)
             u, m32, v = direction(_project(g32, ql_, qr_), m.astype(ct), v, t, hp)
             if bias_correction:
@@ -494,12 +476,12 @@ def _eigenbasis_transform(
 
 def _check_eigenbasis_static(precondition_frequency, use_eigenbasis, max_precond_dim,
                              bias_correction, shampoo_beta, mu_dtype):
-    freq = _check_int("precondition_frequency", precondition_frequency)
-    _check_bool("use_eigenbasis", use_eigenbasis)
-    dim = _check_int("max_precond_dim", max_precond_dim)
-    _check_bool("bias_correction", bias_correction)
+    freq = check_static_int("precondition_frequency", precondition_frequency)
+    check_bool("use_eigenbasis", use_eigenbasis)
+    dim = check_static_int("max_precond_dim", max_precond_dim)
+    check_bool("bias_correction", bias_correction)
     if shampoo_beta is not None:
-        _check_beta("shampoo_beta", shampoo_beta)
+        check_unit_interval("shampoo_beta", shampoo_beta)
     return freq, dim, _check_dtype("mu_dtype", mu_dtype)
 
 
@@ -528,13 +510,13 @@ def scale_by_deva_schatten(
       An ``optax.GradientTransformationExtraArgs`` with state :class:`ScaleByEigenbasisState`;
       ``init`` raises ``ValueError`` on a leaf that is not 2-D.
     """
-    _check_beta("b1", b1)
-    _check_beta("b2", b2)
+    check_unit_interval("b1", b1)
+    check_unit_interval("b2", b2)
     check_float("eps", eps, allow_schedule=False)
     check_float("rms_scale", rms_scale, allow_schedule=False)
-    steps = _check_int("ns_steps", ns_steps)
-    _check_bool("nesterov", nesterov)
-    _check_choice("orthogonalize", orthogonalize, ("newton_schulz", "svd"))
+    steps = check_static_int("ns_steps", ns_steps)
+    check_bool("nesterov", nesterov)
+    check_choice("orthogonalize", orthogonalize, ("newton_schulz", "svd"))
     freq, dim, mu_dtype = _check_eigenbasis_static(
         precondition_frequency, use_eigenbasis, max_precond_dim, bias_correction, shampoo_beta,
         mu_dtype)
@@ -547,12 +529,13 @@ def scale_by_deva_schatten(
         v = hp["b2"] * v + (1 - hp["b2"]) * (r * c)
         d = g + hp["b1"] * (m - g) if nesterov else m
         o = scale_invariant_direction(d, "msign", ns_steps=steps, orthogonalize=orthogonalize)
-        scale = _f(rms_scale, v.dtype) * math.sqrt(max(g.shape))
+        scale = hp["rms_scale"] * math.sqrt(max(g.shape))
         u = o.astype(v.dtype) * (jnp.sqrt(r) * jnp.sqrt(c)) * jax.lax.rsqrt(v + hp["eps"]) * scale
         return u, m, v
 
     return _eigenbasis_transform(
-        "scale_by_deva_schatten", direction, b1, b2, eps, shampoo_beta,
+        "scale_by_deva_schatten", direction, dict(b1=b1, b2=b2, eps=eps, rms_scale=rms_scale),
+        shampoo_beta,
         precondition_frequency=freq, use_eigenbasis=use_eigenbasis, max_precond_dim=dim,
         bias_correction=bias_correction, mu_dtype=mu_dtype)
 
@@ -595,12 +578,15 @@ def deva_schatten(
     ``msign`` by :func:`newton_schulz` (``ns_steps`` quintic steps, float32), and :math:`\rho`
     = ``rms_scale``. :math:`Q_L, Q_R` are the eigenbases (SOAP) of EMAs (rate
     ``shampoo_beta``, default :math:`\beta_2`) of :math:`GG^\top` and :math:`G^\top G`: the
-    first update only initialises them (eigh, no parameter change); afterwards they are
+    first update only initialises them (eigh; a zero DeVA step, so only the weight decay
+    :math:`-\eta\lambda W` moves the parameters); afterwards they are
     refreshed every ``precondition_frequency`` updates by one power-iteration step and a QR
     decomposition (under ``lax.cond``: other steps do no decomposition), the momentum is
     re-expressed in the new basis and :math:`v` is permuted with the eigenvalue order. With
     ``use_eigenbasis=False`` :math:`Q_L = Q_R = I` (no state, no decomposition; the fast path
-    close to Muon's cost) and the first update moves the parameters.
+    close to Muon's cost) and the first update takes a full step. A matrix with both sides
+    above ``max_precond_dim`` is not rotated either and behaves exactly as with
+    ``use_eigenbasis=False`` (first update a full step, bias correction from :math:`t = 1`).
 
     Args:
       learning_rate: :math:`\eta > 0`, float or schedule (default 3e-3).
@@ -741,10 +727,10 @@ def deva(
     References:
       Song, Bai, Zhang, Bullins, Gleich, DeVA, ICML 2026, arXiv:2602.06880.
     """
-    _check_choice("matrix_form", matrix_form, ("schatten", "linf"))
+    check_choice("matrix_form", matrix_form, ("schatten", "linf"))
     check_float("learning_rate", learning_rate)
     check_float("linf_learning_rate", linf_learning_rate, allow_none=True)
-    _check_bool("linf_nesterov", linf_nesterov)
+    check_bool("linf_nesterov", linf_nesterov)
     lr_linf = learning_rate if linf_learning_rate is None else linf_learning_rate
     transforms = {
         "schatten": deva_schatten(
@@ -781,8 +767,8 @@ def scale_by_soap(
     mu_dtype=None,
 ) -> optax.GradientTransformationExtraArgs:
     """Direction of :func:`soap` (2-D leaves only); arguments as there."""
-    _check_beta("b1", b1)
-    _check_beta("b2", b2)
+    check_unit_interval("b1", b1)
+    check_unit_interval("b2", b2)
     check_float("eps", eps, allow_schedule=False)
     freq, dim, mu_dtype = _check_eigenbasis_static(
         precondition_frequency, use_eigenbasis, max_precond_dim, bias_correction, shampoo_beta,
@@ -795,7 +781,8 @@ def scale_by_soap(
         return m / (jnp.sqrt(v) + hp["eps"]), m, v
 
     return _eigenbasis_transform(
-        "scale_by_soap", direction, b1, b2, eps, shampoo_beta, precondition_frequency=freq,
+        "scale_by_soap", direction, dict(b1=b1, b2=b2, eps=eps), shampoo_beta,
+        precondition_frequency=freq,
         use_eigenbasis=use_eigenbasis, max_precond_dim=dim, bias_correction=bias_correction,
         mu_dtype=mu_dtype)
 
@@ -845,10 +832,39 @@ def soap(
             lambda p: "soap" if jnp.ndim(p) == 2 else "adam", params))
 
 
+def _scale_by_sign_momentum(b1, mu_dtype) -> optax.GradientTransformationExtraArgs:
+    """``sign(m_t)`` with ``m_t = b1 m_{t-1} + (1 - b1) g_t`` kept in ``mu_dtype`` or the
+    leaf's compute dtype (float32 for 16-bit leaves); the sign is cast to the gradient's dtype.
+    State ``optax.EmaState`` (count, ema)."""
+
+    def init_fn(params):
+        return optax.EmaState(
+            count=jnp.zeros([], jnp.int32),
+            ema=jax.tree.map(lambda p: jnp.zeros(jnp.shape(p), mu_dtype or _ct(p.dtype)),
+                             params))
+
+    def update_fn(updates, state, params=None, **extra_args):
+        del params, extra_args
+
+        def leaf(g, m):
+            ct = _ct(jnp.promote_types(m.dtype, g.dtype))
+            beta = resolve(b1, state.count, ct)
+            return beta * m.astype(ct) + (1 - beta) * g.astype(ct)
+
+        mu = jax.tree.map(leaf, updates, state.ema)
+        u = jax.tree.map(lambda m, g: jnp.sign(m).astype(g.dtype), mu, updates)
+        mu = jax.tree.map(lambda m, ref: m.astype(ref.dtype), mu, state.ema)
+        return u, optax.EmaState(optax.safe_increment(state.count), mu)
+
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
 def signum(
     learning_rate: optax.ScalarOrSchedule = 0.02,
     b1: float = 0.9,
     weight_decay: float = 0.0,
+    *,
+    mu_dtype=None,
 ) -> optax.GradientTransformationExtraArgs:
     r"""Momentum signSGD ("Signum", Bernstein et al., 2018): the non-adaptive
     :math:`\ell_\infty` baseline of DeVA.
@@ -856,9 +872,12 @@ def signum(
     :math:`m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t`, :math:`w_t = w_{t-1} - \eta_t
     (\operatorname{sign}(m_t) + \lambda w_{t-1})`; ``b1`` in [0, 1), ``weight_decay >= 0``.
     Equals :func:`deva_linf` with the variance factor :math:`\gamma` replaced by 1.
+    ``mu_dtype`` (keyword-only, default ``None``): dtype of :math:`m`; ``None`` keeps it in the
+    compute dtype (float32 for 16-bit params, else the param dtype). Updates keep the
+    gradients' dtype.
     """
     check_float("learning_rate", learning_rate)
-    _check_beta("b1", b1)
+    check_unit_interval("b1", b1)
     check_float("weight_decay", weight_decay, strict=False, allow_schedule=False)
-    return _lr_chain(optax.chain(optax.ema(b1, debias=False), optax.scale_by_sign()),
-                     weight_decay, learning_rate)
+    mu_dtype = _check_dtype("mu_dtype", mu_dtype)
+    return _lr_chain(_scale_by_sign_momentum(b1, mu_dtype), weight_decay, learning_rate)
