@@ -360,8 +360,9 @@ def main(argv=None) -> int:
         return 0
     print(_table(rows))
     print()
-    print("claims: pass/FAIL as evaluated (--claims) or recorded by the newest "
-          "`python -m experiments run` under runs/; ? = not evaluated here "
+    print("claims: pass/FAIL as evaluated (--claims) or recorded by the newest run under "
+          "runs/ (`python -m experiments run`, or a notebook executed with "
+          "JAXOPT_ICML_RECORD=1 as CI does); ? = not evaluated here "
           "(each paper's claims test runs them in CI); pass+known-miss = every failing claim "
           "is a documented non-reproduction (the experiment's KNOWN_FAILING, reported with its "
           "measured value)")
