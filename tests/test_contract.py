@@ -13,6 +13,7 @@ import importlib.util
 import sys
 import unittest
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -21,6 +22,7 @@ import optax
 import pytest
 
 from jaxopt_icml import base, problems
+from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.testing import (
     AlgorithmCase,
     TransformationCase,
@@ -224,7 +226,50 @@ def reference_extragradient(step_size: float = 0.2):
     return base.OracleAlgorithm(init, update)
 
 
+class _WorkerQuadratics(NamedTuple):
+    """Worker ``i`` holds ``f_i(x) = 0.5 ||x - b_i||^2`` and a noisy gradient oracle."""
+
+    b: jax.Array
+
+    def grad(self, x, key):
+        noise = 0.1 * jax.random.normal(key, x.shape, jnp.float32)
+        return (x.astype(jnp.float32) - self.b.astype(jnp.float32) + noise).astype(x.dtype)
+
+
+def _worker_quadratics(key, dtype):
+    """One quadratic per local device (8 simulated CPU devices in tests)."""
+    n = jax.local_device_count()
+    b = jax.random.normal(key, (n, 3), jnp.float32).astype(dtype)
+    return jnp.zeros((3,), dtype), _WorkerQuadratics(b)
+
+
+def reference_parallel_sgd(step_size: float = 0.5, *, num_workers: int = 8, mesh=None,
+                           _shard_bug: bool = False):
+    """Parallel SGD written once per worker: local noisy gradient, ``pmean``, a step."""
+    if not step_size > 0:
+        raise ValueError(f"step_size must be > 0, got {step_size}")
+
+    def init(x0, key):
+        del key
+        return {"x": x0}
+
+    def update(state, oracle, key):
+        x = state["x"]
+        g = oracle.grad(x, key)
+        # the broken variant skips the average when sharded: it must fail the distributed check
+        avg = g if (_shard_bug and mesh is not None) else jax.lax.pmean(g, "workers")
+        new = (x.astype(jnp.float32) - step_size * avg.astype(jnp.float32)).astype(x.dtype)
+        bits = jnp.asarray(32 * x.size, jnp.float32)
+        return base.Step(new, {"oracle_calls": jnp.int32(1), "bits_sent": bits}), {"x": new}
+
+    return mesh_lib.across_workers(base.OracleAlgorithm(init, update), num_workers, mesh=mesh)
+
+
 ALGORITHM_CASES = (
+    AlgorithmCase("reference_parallel_sgd", reference_parallel_sgd,
+                  {"step_size": 0.5, "num_workers": jax.local_device_count()},
+                  _worker_quadratics, invalid=(({"step_size": 0.0}, "step_size"),),
+                  stochastic=True, distributed=True),
     AlgorithmCase("reference_extragradient", reference_extragradient, {"step_size": 0.2},
                   _noisy_game, invalid=(({"step_size": 0.0}, "step_size"),), stochastic=True),
     AlgorithmCase("adapter_optax_ogda",
@@ -442,6 +487,9 @@ BROKEN = [
     (_bad_alg("alg_no_info", _bad_alg_no_info), "info"),
     (_bad_alg("alg_python_state", _bad_alg_python_state), "jit"),
     (_bad_alg("alg_deterministic", _bad_alg_deterministic), "vmap_seeds"),
+    (AlgorithmCase("alg_shard_bug", reference_parallel_sgd,
+                   {"num_workers": jax.local_device_count(), "_shard_bug": True},
+                   _worker_quadratics, distributed=True), "distributed"),
     (_bad_alg("alg_unvalidated", _bad_alg_no_info, invalid=(({"step_size": -1.0}, "step_size"),)),
      "invalid"),
 ]

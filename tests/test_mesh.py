@@ -1,12 +1,14 @@
 """mesh: simulate (vmap with an axis name) == shard (shard_map) on 8 simulated CPU devices."""
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
 
-from jaxopt_icml import mesh
+from jaxopt_icml import base, mesh
 
 N = jax.local_device_count()
 needs_devices = pytest.mark.skipif(N < 2, reason="needs several (simulated) devices")
@@ -134,3 +136,71 @@ def test_shard_seeds_replicated_and_sharded_arguments():
     np.testing.assert_allclose(out, batched(x0, keys), rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError, match="multiple of the number of devices"):
         mesh.shard_seeds(batched, (None, 0))(x0, keys[:N + 1])
+
+
+class _Targets(NamedTuple):
+    b: jax.Array  # (workers, d): worker i's target
+
+    def grad(self, x, key):
+        del key
+        return x - self.b
+
+
+def _averaging_worker(step_size=0.5):
+    """Per-worker step: exact local gradient, ``pmean``, a step; reports the consensus error."""
+    def init(x0, key):
+        del key
+        return {"x": x0, "local": jnp.zeros_like(x0)}
+
+    def update(state, oracle, key):
+        g = oracle.grad(state["x"], key)
+        x = state["x"] - step_size * lax.pmean(g, mesh.DEFAULT_AXIS)
+        spread = lax.pmax(jnp.max(jnp.abs(x - lax.pmean(x, mesh.DEFAULT_AXIS))), mesh.DEFAULT_AXIS)
+        info = {"oracle_calls": jnp.int32(1), "bits_sent": jnp.float32(32 * x.size),
+                "spread": spread, "worker": lax.axis_index(mesh.DEFAULT_AXIS)}
+        return base.Step(x, info), {"x": x, "local": g}
+
+    return base.OracleAlgorithm(init, update)
+
+
+def test_across_workers_matches_closed_form():
+    """Averaged gradient descent on 0.5||x - b_i||^2: x_t = mean(b) + (1 - eta)^t (x0 - mean(b))."""
+    b = jnp.asarray(np.random.default_rng(0).normal(size=(N, 3)), jnp.float32)
+    alg = mesh.across_workers(_averaging_worker(0.5), N)
+    state, trace = base.run(alg, jnp.ones(3), _Targets(b), jax.random.key(0), 4,
+                            trace_fn=lambda s, *_: s)
+    mean_b = np.asarray(b).mean(0)
+    expected = [mean_b + 0.5 ** (t + 1) * (1.0 - mean_b) for t in range(4)]
+    np.testing.assert_allclose(trace.x, np.stack(expected), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(trace.info["oracle_calls"], N)  # summed over workers
+    np.testing.assert_allclose(trace.info["bits_sent"], 32 * 3 * N)
+    np.testing.assert_array_equal(trace.info["worker"], 0)  # other entries: worker 0's value
+    assert float(np.max(trace.info["spread"])) < 1e-6
+    assert state["local"].shape == (N, 3)  # per-worker state keeps the worker axis
+
+
+@needs_devices
+def test_across_workers_shard_equals_simulate_and_vmaps_over_seeds():
+    b = jnp.asarray(np.random.default_rng(1).normal(size=(N, 3)), jnp.float32)
+    keys = jax.random.split(jax.random.key(0), 2)
+    sim = base.run_seeds(mesh.across_workers(_averaging_worker(), N), jnp.ones(3), _Targets(b),
+                         keys, 3)
+    shd = base.run_seeds(mesh.across_workers(_averaging_worker(), N, mesh=mesh.make_mesh()),
+                         jnp.ones(3), _Targets(b), keys, 3)
+    _assert_same(sim, shd)
+
+
+def test_across_workers_errors():
+    alg = _averaging_worker()
+    with pytest.raises(TypeError, match="OracleAlgorithm"):
+        mesh.across_workers(lambda x: x, 2)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="num_workers"):
+            mesh.across_workers(alg, bad)
+    with pytest.raises(ValueError, match="mesh"):
+        mesh.across_workers(alg, 2, mesh="devices")
+    if N > 1:
+        with pytest.raises(ValueError, match="must equal the mesh size"):
+            mesh.across_workers(alg, N + 1, mesh=mesh.make_mesh())
+        with pytest.raises(ValueError, match="not an axis"):
+            mesh.across_workers(alg, N, mesh=mesh.make_mesh("clients"))

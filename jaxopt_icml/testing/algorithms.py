@@ -224,6 +224,21 @@ def check_alg_checkpoint(case: AlgorithmCase) -> None:
                        "next update after restore")
 
 
+def check_alg_distributed(case: AlgorithmCase) -> None:
+    """Workers simulated on one device (``mesh=None``) == one worker per device
+    (``mesh=make_mesh()``, ``jax.shard_map``): the same run, the same final state."""
+    from jaxopt_icml import mesh as mesh_lib
+
+    if not case.distributed:
+        _skip("not a distributed algorithm (distributed=False)")
+    if jax.local_device_count() < 2:
+        _skip("needs several (simulated) devices")
+    x0, oracle = _case_alg(case)[3]
+    sharded = case.make(**case.kwargs, mesh=mesh_lib.make_mesh())
+    got = _jit_run(sharded)(x0, oracle, _key(0))
+    assert_trees_close(got, _alg_reference(case), "shard_map workers vs vmap-simulated workers")
+
+
 algorithm_checks: dict[str, Callable[[AlgorithmCase], None]] = {
     "jit": check_alg_jit,
     "info": check_alg_info,
@@ -234,5 +249,6 @@ algorithm_checks: dict[str, Callable[[AlgorithmCase], None]] = {
     "dtypes": check_alg_dtypes,
     "bfloat16": check_alg_bfloat16,
     "checkpoint": check_alg_checkpoint,
+    "distributed": check_alg_distributed,
     "invalid": check_invalid,
 }

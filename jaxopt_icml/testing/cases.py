@@ -51,6 +51,10 @@ class AlgorithmCase(NamedTuple):
       invalid: as in :class:`TransformationCase`.
       stochastic: whether different keys must give different results.
       bfloat16: ``False`` skips the ``bfloat16`` check (the problem cannot be built in bf16).
+      distributed: the algorithm runs workers through ``mesh.across_workers``: ``make`` then
+        also accepts ``mesh=`` (``None`` simulates the workers on one device, a mesh shards them
+        one per device), and the ``distributed`` check asserts that both agree. The problem's
+        worker axis must equal the local device count (8 simulated CPU devices in tests).
     """
 
     name: str
@@ -60,3 +64,4 @@ class AlgorithmCase(NamedTuple):
     invalid: tuple = ()
     stochastic: bool = False
     bfloat16: bool = True
+    distributed: bool = False
