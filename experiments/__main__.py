@@ -10,6 +10,8 @@ Commands::
     notebooks [--check] [slug ...]
                                  regenerate colab/<slug>.ipynb, or check they are up to date
     bench ...                    benchmarks (experiments/bench.py)
+    multihost ...                a distributed algorithm over several processes (hosts), checked
+                                 against the simulated run (experiments/multihost.py)
 
 Adding a command: write a module with ``add_arguments(parser)`` and ``main(args) -> int`` and
 register it in :data:`COMMANDS` with :func:`from_module` (imported only when the command is used),
@@ -170,6 +172,8 @@ COMMANDS: dict[str, Command] = {
     "notebooks": from_module("experiments.notebooks",
                              "regenerate the Colab notebooks, or --check they are up to date"),
     "bench": from_module("experiments.bench", "benchmarks against existing implementations"),
+    "multihost": from_module("experiments.multihost",
+                             "run a distributed algorithm on a mesh over several processes"),
 }
 
 

@@ -42,7 +42,8 @@ def simulate(step: Callable, num_workers: int, *, axis_name: str = DEFAULT_AXIS)
 
 
 def make_mesh(axis_name: str = DEFAULT_AXIS, devices=None) -> jax.sharding.Mesh:
-    """A 1-D mesh over ``devices`` (default: all local devices)."""
+    """A 1-D mesh over ``devices`` (default: all local devices; after
+    ``jax.distributed.initialize()`` pass ``jax.devices()`` for a mesh over every process)."""
     axis_name = _check_axis_name(axis_name)
     devices = jax.local_devices() if devices is None else list(devices)
     return jax.sharding.Mesh(np.asarray(devices), (axis_name,))

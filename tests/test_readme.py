@@ -9,12 +9,16 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
 
-def _blocks(language):
-    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+def _blocks(language, text=README):
+    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
+
+
+def _section(title):
+    return README.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
 def test_exactly_two_quick_start_commands_and_ci_runs_the_test_command():
-    commands = [b.strip() for b in _blocks("bash")]
+    commands = [b.strip() for b in _blocks("bash", _section("Quick start"))]
     assert len(commands) == 2, commands
     run_main, run_tests = commands
     assert "experiments run goma" in run_main
