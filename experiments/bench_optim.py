@@ -12,7 +12,8 @@ elementwise map for both), as in a real loop where it comes out of the same prog
 * ``deva_schatten_vs_muon``: DeVA's matrix form (no eigenbasis; Newton-Schulz as Muon) vs
   ``optax.contrib.muon`` on a pytree of large matrices;
 * ``clipped_sgd_vs_optax_chain``: clipped SGD vs ``chain(clip_by_global_norm, sgd)``;
-* ``delay_vs_inner``: ``one_step_delay(adamw)`` vs ``adamw``.
+* ``delay_vs_inner``: ``one_step_delay(adamw)`` vs ``adamw``; ``delay_bf16_stash_vs_inner``: the
+  same with the stale gradient stored in bf16 (``stash_dtype``), half the extra traffic.
 
 The elementwise benchmarks use the 10M-parameter pytree of :mod:`experiments.bench` (a 5M vector,
 a 2500 x 1000 matrix and a 2.5M bias); the matrix benchmark a pytree of ``1024 x 1024`` matrices
@@ -35,6 +36,7 @@ TARGETS = {
     "deva_schatten_vs_muon": ("<=", 1.2),
     "clipped_sgd_vs_optax_chain": ("<=", 1.2),
     "delay_vs_inner": ("<=", 1.2),
+    "delay_bf16_stash_vs_inner": ("<=", 1.2),
 }
 
 
@@ -103,4 +105,6 @@ def run_benchmarks(*, big_pytree: Callable, ratio: Callable, num_params: int,
     pair("clipped_sgd_vs_optax_chain", clipped_sgd(lr, 1.0),
          optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(lr)), params)
     pair("delay_vs_inner", one_step_delay(optax.adamw(lr)), optax.adamw(lr), params)
+    pair("delay_bf16_stash_vs_inner", one_step_delay(optax.adamw(lr), stash_dtype=jnp.bfloat16),
+         optax.adamw(lr), params, note="stale gradient stored in bf16 (float32 params)")
     return out

@@ -90,6 +90,27 @@ def test_delayed_heavy_ball_matches_numpy_stale_loop(first_step):
     np.testing.assert_allclose(got, np.stack(ref), rtol=1e-12, atol=1e-12)
 
 
+def test_bf16_stash_rounds_only_the_stored_gradient():
+    """stash_dtype=bfloat16: SGD fed round_bf16(g(x_{t-1})) (ml_dtypes rounding, float64 loop),
+    the state holds bf16, and x_{-1} = x_0 uses the exact fresh gradient."""
+    import ml_dtypes
+
+    lr, T = 0.1, 12
+    x, x_prev, ref = X0.copy(), X0.copy(), []
+    for t in range(T):
+        g = _quad_grad(x) if t == 0 else _quad_grad(x_prev).astype(ml_dtypes.bfloat16)
+        x_prev, x = x, x - lr * np.asarray(g, np.float64)
+        ref.append(x.copy())
+    tx = one_step_delay(optax.sgd(lr), stash_dtype=jnp.bfloat16)
+    np.testing.assert_allclose(_run(tx, T), np.stack(ref), rtol=1e-12, atol=1e-12)
+    exact = _run(one_step_delay(optax.sgd(lr)), T)
+    assert np.max(np.abs(exact - np.stack(ref))) > 1e-6  # the rounding is visible
+    assert tx.init(jnp.zeros(3)).prev_grads.dtype == jnp.bfloat16
+    for bad in ("int8", jnp.int32, "no such dtype"):
+        with pytest.raises(ValueError, match="stash_dtype"):
+            one_step_delay(optax.sgd(lr), stash_dtype=bad)
+
+
 def test_constant_gradient_delay_is_invisible():
     """Known special case: with a constant gradient the stale gradient equals the fresh one, so
     one_step_delay(adamw) is bitwise optax.adamw (current params feed the weight decay)."""
