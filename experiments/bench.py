@@ -16,8 +16,12 @@ reported):
    vector form vs ``optax.adam``, DeVA's matrix form vs ``optax.contrib.muon``, clipped SGD vs
    ``chain(clip_by_global_norm, sgd)``, the one-step-delay wrapper vs its inner AdamW.
 
+5. Benchmarks of other families, defined next to their experiments
+   (:mod:`experiments.bench_families`): Romberg-ZOGE vs the two-point estimator at equal
+   function evaluations, ...
+
 ``--only NAME [NAME ...]`` runs a subset (names as in the table, or ``optim`` for group 4,
-``core`` for groups 1-3).
+``core`` for groups 1-3, a family name such as ``zeroth_order`` for group 5).
 
 Absolute times are only meaningful on a GPU/TPU; ratios on the CPU say how much overhead a
 method adds over its baseline there.
@@ -36,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from experiments import bench_optim
+from experiments import bench_families, bench_optim
 from jaxopt_icml import base, problems
 from jaxopt_icml.minimax import goma
 from jaxopt_icml.optim import multistep_sam
@@ -48,6 +52,7 @@ TARGETS = {
     "sam_k1_vs_optax_sam": ("<=", 1.15),
     "scan_vmap_vs_python_loop": (">=", 20.0),
     **bench_optim.TARGETS,
+    **bench_families.TARGETS,
 }
 CORE = ("goma_vs_sgd", "goma_vs_sgd_donated", "goma_vs_adam", "sam_k1_vs_optax_sam",
         "scan_vmap_vs_python_loop")
@@ -212,10 +217,13 @@ def run_all(*, quick: bool = False, repeats: int | None = None, only=None) -> di
         repeats = repeats or 15
     wanted = set(TARGETS) if not only else set()
     for name in only or ():
-        group = {"core": set(CORE), "optim": set(bench_optim.TARGETS)}.get(name)
+        groups = {"core": set(CORE), "optim": set(bench_optim.TARGETS),
+                  **{g: {n for n, b in bench_families.BENCHES.items() if b.group == g}
+                     for g in bench_families.GROUPS}}
+        group = groups.get(name)
         if group is None and name not in TARGETS:
-            raise ValueError(f"unknown benchmark {name!r}; choose from core, optim, "
-                             f"{', '.join(TARGETS)}")
+            raise ValueError(f"unknown benchmark {name!r}; choose from "
+                             f"{', '.join(sorted(groups))}, {', '.join(TARGETS)}")
         wanted |= group if group is not None else {name}
     n = sizes["num_params"]
     core = {
@@ -236,6 +244,9 @@ def run_all(*, quick: bool = False, repeats: int | None = None, only=None) -> di
                                            num_params=n, matrix_side=sizes["side"],
                                            repeats=repeats, inner=5)
         results.update({k: v for k, v in optim.items() if k in wanted})
+    family = [n for n in bench_families.BENCHES if n in wanted]
+    results.update(bench_families.run_benchmarks(family, quick=quick,
+                                                 repeats=repeats if quick else None))
     for name, (op, target) in TARGETS.items():
         if name not in results:
             continue

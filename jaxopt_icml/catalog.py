@@ -75,6 +75,10 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
     "momentum_tracking": ("tracking_optimizer", "tracker", "tracking_run",
                           "tracking_error_decomposition", "stationary_tracking_mse",
                           "tracking_mse_curve", "steady_state_lag", "linear_error_dynamics"),
+    "romberg_zoge": ("romberg_zoge", "romberg_weights", "noise_amplification",
+                     "leading_bias_coefficient", "romberg_directional_derivative",
+                     "smooth_test_function", "two_point", "forward_difference", "zo_optimizer",
+                     "sample_directions"),
 }
 
 # What every experiment module defines (see CONVENTIONS.md section 8).

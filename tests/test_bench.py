@@ -26,3 +26,12 @@ def test_unknown_benchmark_name_is_rejected():
 
     with pytest.raises(ValueError, match="unknown benchmark"):
         bench.run_all(quick=True, only=["nope"])
+
+
+def test_family_benchmarks_run_quick():
+    from experiments import bench_families
+
+    out = bench.run_all(quick=True, only=bench_families.GROUPS)
+    for name in bench_families.BENCHES:
+        assert out[name]["ratio_median"] > 0, name
+        assert "meets_target" in out[name], name

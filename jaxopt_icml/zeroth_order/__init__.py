@@ -1,4 +1,47 @@
 """Zeroth-order methods from ICML 2026 papers (family ``zeroth_order``).
 
-One module per paper; this package re-exports their public functions and state types.
+One module per paper, plus ``estimators`` (what every zeroth-order method shares: direction
+sampling, two-point / forward-difference estimators, and ``zo_optimizer``, which feeds any
+estimator to any optax transformation). This package re-exports their public names; module
+constants (``estimators.DISTRIBUTIONS``) stay in their modules.
 """
+
+from jaxopt_icml.zeroth_order.estimators import (
+    Estimator,
+    central_difference_estimator,
+    central_differences,
+    dimension,
+    forward_difference,
+    normalization,
+    sample_directions,
+    two_point,
+    zo_optimizer,
+)
+from jaxopt_icml.zeroth_order.romberg_zoge import (
+    SmoothTestFunction,
+    leading_bias_coefficient,
+    noise_amplification,
+    romberg_directional_derivative,
+    romberg_weights,
+    romberg_zoge,
+    smooth_test_function,
+)
+
+__all__ = [
+    "Estimator",
+    "SmoothTestFunction",
+    "central_difference_estimator",
+    "central_differences",
+    "dimension",
+    "forward_difference",
+    "leading_bias_coefficient",
+    "noise_amplification",
+    "normalization",
+    "romberg_directional_derivative",
+    "romberg_weights",
+    "romberg_zoge",
+    "sample_directions",
+    "smooth_test_function",
+    "two_point",
+    "zo_optimizer",
+]

@@ -1,0 +1,46 @@
+"""Benchmarks that live in a paper's experiment module (``benchmark(**sizes) -> dict``).
+
+Each entry names the experiment module, its group (the family, usable with ``bench --only``),
+the target on the median ratio, and the sizes of a full and of a quick (smoke-test) run. The
+function returns :func:`experiments.bench.interleaved_ratio`'s dict plus its own context
+(dimension, bits sent ...), measured interleaved in one process on the same inputs.
+
+* ``romberg_zoge_vs_two_point``: one Romberg-ZOGE estimate (R = 2, one direction) vs a
+  two-point estimate with 3 directions, 6 function evaluations each (d = 1e5, float32).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import NamedTuple
+
+
+class FamilyBench(NamedTuple):
+    module: str
+    group: str
+    target: tuple[str, float]
+    full: dict
+    quick: dict
+
+
+BENCHES: dict[str, FamilyBench] = {
+    "romberg_zoge_vs_two_point": FamilyBench(
+        "experiments.romberg_zoge", "zeroth_order", ("<=", 1.2),
+        full={"dim": 100_000, "repeats": 21, "inner": 20},
+        quick={"dim": 1_000, "repeats": 2, "inner": 2}),
+}
+
+TARGETS = {name: b.target for name, b in BENCHES.items()}
+GROUPS = sorted({b.group for b in BENCHES.values()})
+
+
+def run_benchmarks(names, *, quick: bool, repeats: int | None = None) -> dict:
+    """Runs the named benchmarks; ``repeats`` overrides the number of interleaved rounds."""
+    out = {}
+    for name in names:
+        b = BENCHES[name]
+        sizes = dict(b.quick if quick else b.full)
+        if repeats is not None:
+            sizes["repeats"] = repeats
+        out[name] = importlib.import_module(b.module).benchmark(**sizes)
+    return out
