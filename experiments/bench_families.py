@@ -7,6 +7,10 @@ function returns :func:`experiments.bench.interleaved_ratio`'s dict plus its own
 
 * ``romberg_zoge_vs_two_point``: one Romberg-ZOGE estimate (R = 2, one direction) vs a
   two-point estimate with 3 directions, 6 function evaluations each (d = 1e5, float32).
+* ``ef21_top_k_vs_allreduce_sgd``: one EF21 step with top-k (k = d/100) on 8 simulated workers
+  vs one uncompressed all-reduce (``pmean``) SGD step, d = 1e5. It sends 65x fewer bits; the
+  target bounds the compute the compression costs (the top-k selection per worker) at 2x an
+  uncompressed step, the point past which the saved bits must pay for it on a fast network.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ BENCHES: dict[str, FamilyBench] = {
         "experiments.romberg_zoge", "zeroth_order", ("<=", 1.2),
         full={"dim": 100_000, "repeats": 21, "inner": 20},
         quick={"dim": 1_000, "repeats": 2, "inner": 2}),
+    "ef21_top_k_vs_allreduce_sgd": FamilyBench(
+        "experiments.error_feedback", "distributed", ("<=", 2.0),
+        full={"dim": 100_000, "num_workers": 8, "repeats": 21, "inner": 10},
+        quick={"dim": 1_000, "num_workers": 8, "repeats": 2, "inner": 2}),
 }
 
 TARGETS = {name: b.target for name, b in BENCHES.items()}

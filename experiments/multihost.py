@@ -59,7 +59,22 @@ def _parallel_sgd(num_workers: int):
 
 
 # name -> builder(num_workers) -> (make(mesh) -> OracleAlgorithm, x0, oracle, num_steps)
-CASES: dict[str, Callable] = {"parallel_sgd": _parallel_sgd}
+def _from_experiment(slug: str) -> Callable:
+    """The ``multihost_case`` builder of ``experiments.<slug>`` (imported when the case runs)."""
+
+    def build(num_workers: int):
+        import importlib
+
+        return importlib.import_module(f"experiments.{slug}").multihost_case(num_workers)
+
+    return build
+
+
+CASES: dict[str, Callable] = {
+    "parallel_sgd": _parallel_sgd,
+    **{slug: _from_experiment(slug)
+       for slug in ("error_feedback", "dream", "push_pull_bilevel", "ho_sfl")},
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

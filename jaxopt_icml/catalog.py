@@ -79,6 +79,19 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
                      "leading_bias_coefficient", "romberg_directional_derivative",
                      "smooth_test_function", "two_point", "forward_difference", "zo_optimizer",
                      "sample_directions"),
+    "zo_entk": ("zo_entk", "entk", "projected_kernel", "zo_tangent_features",
+                "kernel_error_second_moment", "one_step_output_change", "jacobian_matrix",
+                "zo_sgd", "OutputLoss"),
+    "error_feedback": ("ef", "ef21", "optimal_step_size", "tight_rate", "lyapunov_ef",
+                       "lyapunov_ef21", "rotation_spectral_radius", "top_k", "rand_k",
+                       "random_dithering", "natural", "scaled_sign", "Compressor"),
+    "dream": ("dream", "dream_client", "solve_task_qp", "project_simplex", "pareto_gap", "fmgda",
+              "fedavg_scalarized", "scaffold_scalarized", "centralized_mgda",
+              "multitask_least_squares"),
+    "push_pull_bilevel": ("push_pull", "fab", "distributed_gradient_descent", "push_pull_agent",
+                          "fab_agent", "BilevelPoint"),
+    "ho_sfl": ("ho_sfl", "fo_sfl", "zo_fl", "ho_sfl_worker", "fo_sfl_worker", "zo_fl_worker",
+               "client_zo_deltas", "split_loss", "make_split_data", "SplitState"),
 }
 
 # What every experiment module defines (see CONVENTIONS.md section 8).
