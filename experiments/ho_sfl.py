@@ -53,7 +53,11 @@ minibatches), so $\rho$ only curves $c_i$ away from $z_i$ and the server's $z$/d
 identities. The logical server is emulated data-parallel (gradient `pmean` over clients); that
 emulation traffic is not client communication and is not counted. The target is reached at the
 first round whose training loss is $\le 0.8\times$ the initial loss; a run that never reaches it
-counts as $T + 1$ rounds (so ratios involving it are lower bounds). FULL runs 400 rounds, not
+counts as $T + 1$ rounds (so ratios involving it are lower bounds). Compile time: the
+clients' data are drawn on the host (NumPy; a jitted Dirichlet/weighted choice cost more XLA
+compilation than training), and methods that differ only in $x_0$ share one compiled update
+vmapped over them (servers zero-padded to the widest $h_s$, exact for first-order server steps);
+full-model ZO runs only at $h_s = 512$, where the claims use it. FULL runs 400 rounds, not
 the spec's 2000 (CPU budget of this project; the 2-core machine took 18 min for 400).
 
 ## Measured
@@ -164,15 +168,35 @@ def _count(tree) -> int:
 # --------------------------------------------------------------------------- problem, methods
 
 
+def _pad_server(server: list, width: int) -> list:
+    """A server MLP ``k -> h -> 10`` embedded in ``k -> width -> 10`` with zero extra units.
+    Exact for first-order server steps: a zero unit has zero pre-activation, activation and
+    gradient (incoming and outgoing weights both zero), so it stays zero and the outputs,
+    cotangents and updates equal those of the width-``h`` server."""
+    (l1, l2) = server
+    pad = width - l1["w"].shape[1]
+    return [{"w": jnp.pad(l1["w"], ((0, 0), (0, pad))), "b": jnp.pad(l1["b"], (0, pad))},
+            {"w": jnp.pad(l2["w"], ((0, pad), (0, 0))), "b": l2["b"]}]
+
+
+def _init_params(cfg: Config, key):
+    """Initial parameters for every server width (traceable: vmapped over seeds)."""
+    _, k_c, k_s = jax.random.split(jax.random.split(key)[0], 3)
+    client = init_mlp(k_c, cfg.client_sizes)
+    return {h: {"client": client, "server": init_mlp(k_s, (cfg.client_sizes[-1], h, 10))}
+            for h in cfg.widths}
+
+
+def make_data(cfg: Config, key: jax.Array) -> ClientData:
+    """One seed's clients (host-side NumPy draw, see ``make_split_data``)."""
+    k_d, _, _ = jax.random.split(jax.random.split(key)[0], 3)
+    return make_split_data(k_d, num_clients=cfg.clients, samples_per_client=cfg.samples_per_client,
+                           in_dim=cfg.client_sizes[0])
+
+
 def make_problem(cfg: Config, key: jax.Array) -> dict:
     """One seed: the clients' data and the initial parameters for every server width."""
-    k_d, k_c, k_s = jax.random.split(key, 3)
-    data = make_split_data(k_d, num_clients=cfg.clients, samples_per_client=cfg.samples_per_client,
-                           in_dim=cfg.client_sizes[0])
-    client = init_mlp(k_c, cfg.client_sizes)
-    x0 = {h: {"client": client, "server": init_mlp(k_s, (cfg.client_sizes[-1], h, 10))}
-          for h in cfg.widths}
-    return {"data": data, "x0": x0}
+    return {"data": make_data(cfg, key), "x0": _init_params(cfg, key)}
 
 
 def describe_problem(problem: dict) -> dict:
@@ -187,59 +211,71 @@ def describe_problem(problem: dict) -> dict:
 
 
 def _method_specs(cfg: Config) -> dict:
-    """name -> (kind, server width, P)."""
+    """name -> (kind, server width, P). Full-model ZO runs at the widest server only (the
+    claims compare it there; its ZO directions would also perturb the zero padding)."""
     p0, h0, h1 = cfg.base_perturbations, cfg.widths[0], cfg.widths[-1]
-    specs = {f"{FO} h_s={h1}": ("fo", h1, None)}
+    specs = {f"{FO} h_s={h1}": ("fo", h1, None), f"{ZO} h_s={h1} P={p0}": ("zo", h1, p0)}
     for h in cfg.widths:
         specs[f"{HO} h_s={h} P={p0}"] = ("ho", h, p0)
-        specs[f"{ZO} h_s={h} P={p0}"] = ("zo", h, p0)
     for p in cfg.perturbations:
         specs.setdefault(f"{HO} h_s={h0} P={p}", ("ho", h0, p))
-    assert h1 in cfg.widths
     return specs
+
+
+def _groups(cfg: Config) -> dict:
+    """(kind, P) -> names: the methods of a group differ only in x0 (server widths padded to
+    the widest, exact for HO-SFL and FO-SFL), so one compiled update serves the group, vmapped
+    over its members."""
+    out = {}
+    for name, (kind, _, p) in _method_specs(cfg).items():
+        out.setdefault((kind, p), []).append(name)
+    return out
+
+
+def _d_c(cfg: Config) -> int:
+    sizes = cfg.client_sizes
+    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+
+
+def make_method(cfg: Config, kind: str, p: int | None) -> base.OracleAlgorithm:
+    """One all-clients ``OracleAlgorithm`` (SGD; ZO steps eta beta P / (d + P))."""
+    d_c, h1 = _d_c(cfg), cfg.widths[-1]
+    d_s = cfg.client_sizes[-1] * h1 + h1 + h1 * 10 + 10
+    kw = {"num_workers": cfg.clients, "batch_size": cfg.batch_size,
+          "server_optimizer": optax.sgd(cfg.lr)}
+    if kind == "fo":
+        return fo_sfl(apply_mlp, apply_mlp, _ce, client_optimizer=optax.sgd(cfg.lr), **kw)
+    d = d_c if kind == "ho" else d_c + d_s
+    zo_lr = cfg.lr * cfg.zo_boost * p / (d + p)
+    zkw = {"num_perturbations": p, "zo_eps": cfg.zo_eps, "client_optimizer": optax.sgd(zo_lr)}
+    if kind == "ho":
+        return ho_sfl(apply_mlp, apply_mlp, _ce, **zkw, **kw)
+    kw["server_optimizer"] = optax.sgd(zo_lr)
+    return zo_fl(apply_mlp, apply_mlp, _ce, **zkw, **kw)
 
 
 def make_methods(cfg: Config) -> dict:
     """Every (method, server width, P) the claims need, as all-clients ``OracleAlgorithm`` s."""
-    d_c = 0
-    sizes = cfg.client_sizes
-    d_c = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:], strict=True))
-    out = {}
-    for name, (kind, h, p) in _method_specs(cfg).items():
-        d_s = sizes[-1] * h + h + h * 10 + 10
-        kw = {"num_workers": cfg.clients, "batch_size": cfg.batch_size,
-              "server_optimizer": optax.sgd(cfg.lr)}
-        if kind == "fo":
-            out[name] = fo_sfl(apply_mlp, apply_mlp, _ce, client_optimizer=optax.sgd(cfg.lr),
-                               **kw)
-            continue
-        d = d_c if kind == "ho" else d_c + d_s
-        zo_lr = cfg.lr * cfg.zo_boost * p / (d + p)
-        zkw = {"num_perturbations": p, "zo_eps": cfg.zo_eps,
-               "client_optimizer": optax.sgd(zo_lr)}
-        if kind == "ho":
-            out[name] = ho_sfl(apply_mlp, apply_mlp, _ce, **zkw, **kw)
-        else:
-            kw["server_optimizer"] = optax.sgd(zo_lr)
-            out[name] = zo_fl(apply_mlp, apply_mlp, _ce, **zkw, **kw)
-    return out
+    return {name: make_method(cfg, kind, p) for name, (kind, _, p) in _method_specs(cfg).items()}
 
 
 # --------------------------------------------------------------------------- training program
 
 
-def _side_by_side(methods: dict) -> base.OracleAlgorithm:
+def _side_by_side(groups: dict) -> base.OracleAlgorithm:
+    """Each group's algorithm vmapped over its members (stacked x0)."""
+
     def init(x0, key):
-        return {n: alg.init(x0[n], jax.random.fold_in(key, i))
-                for i, (n, alg) in enumerate(methods.items())}
+        return {g: jax.vmap(alg.init, (0, None))(x0[g], jax.random.fold_in(key, i))
+                for i, (g, alg) in enumerate(groups.items())}
 
     def update(state, oracle, key):
         steps, new = {}, {}
-        for n, alg in methods.items():
+        for g, alg in groups.items():
             # the same key for every method: the same minibatches (paired comparison)
-            steps[n], new[n] = alg.update(state[n], oracle, key)
-        info = {"oracle_calls": sum(s.info["oracle_calls"] for s in steps.values())}
-        return base.Step({n: s.x for n, s in steps.items()}, info), new
+            steps[g], new[g] = jax.vmap(alg.update, (0, None, None))(state[g], oracle, key)
+        info = {"oracle_calls": sum(s.info["oracle_calls"].sum() for s in steps.values())}
+        return base.Step({g: s.x for g, s in steps.items()}, info), new
 
     return base.OracleAlgorithm(init, update)
 
@@ -251,19 +287,29 @@ def _full_loss(params, data):
 
 def _loss_trace(step, state, oracle):
     del state
-    return {n: _full_loss(x, oracle) for n, x in step.x.items()}
+    return {g: jax.vmap(_full_loss, (0, None))(x, oracle) for g, x in step.x.items()}
 
 
-def _one_seed(cfg: Config, key):
-    k_prob, k_run = jax.random.split(key)
-    prob = make_problem(cfg, k_prob)
+def _stacked_x0(cfg: Config, key) -> dict:
+    init = _init_params(cfg, key)
+    h1 = cfg.widths[-1]
+    x0 = {h: {"client": v["client"], "server": _pad_server(v["server"], h1)}
+          for h, v in init.items()}
     specs = _method_specs(cfg)
-    methods = make_methods(cfg)
-    x0 = {n: prob["x0"][h] for n, (_, h, _) in specs.items()}
-    _, trace = base.run(_side_by_side(methods), x0, prob["data"], k_run, cfg.rounds,
-                        trace_fn=_loss_trace)
-    initial = {h: _full_loss(prob["x0"][h], prob["data"]) for h in cfg.widths}
-    return {"loss": trace, "initial": {n: initial[h] for n, (_, h, _) in specs.items()}}
+    return {g: jax.tree.map(lambda *a: jnp.stack(a), *[x0[specs[n][1]] for n in names])
+            for g, names in _groups(cfg).items()}, init
+
+
+def _one_seed(cfg: Config, key, data):
+    _, k_run = jax.random.split(key)
+    groups = _groups(cfg)
+    algs = {g: make_method(cfg, *g) for g in groups}
+    x0, init = _stacked_x0(cfg, key)
+    _, trace = base.run(_side_by_side(algs), x0, data, k_run, cfg.rounds, trace_fn=_loss_trace)
+    specs = _method_specs(cfg)
+    loss = {n: trace[g][:, i] for g, names in groups.items() for i, n in enumerate(names)}
+    initial = {h: _full_loss(init[h], data) for h in cfg.widths}
+    return {"loss": loss, "initial": {n: initial[h] for n, (_, h, _) in specs.items()}}
 
 
 @functools.lru_cache(maxsize=4)
@@ -272,8 +318,14 @@ def _program(cfg: Config, shard: bool):
 
     batched = jax.vmap(functools.partial(_one_seed, cfg))
     if shard:
-        return mesh_lib.shard_seeds(batched, (0,))
+        return mesh_lib.shard_seeds(batched, (0, 0))
     return jax.jit(batched)
+
+
+def _seed_inputs(cfg: Config, key):
+    keys = jax.random.split(jax.random.fold_in(key, 46), cfg.seeds)
+    data = [make_data(cfg, k) for k in keys]
+    return keys, jax.tree.map(lambda *a: jnp.stack(a), *data)
 
 
 # --------------------------------------------------------------------------- memory and bits
@@ -365,15 +417,14 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
     ``comm`` (bits per client per round against ``d_c``).
     """
     del progress, out_dir, resume
-    keys = jax.random.split(jax.random.fold_in(key, 46), cfg.seeds)
-    res = jax.tree.map(np.asarray, jax.device_get(_program(cfg, bool(shard))(keys)))
+    keys, data = _seed_inputs(cfg, key)
+    res = jax.tree.map(np.asarray, jax.device_get(_program(cfg, bool(shard))(keys, data)))
     res["specs"] = _method_specs(cfg)
     res["rounds"] = cfg.rounds
     res["target_fraction"] = cfg.target_fraction
     res["memory"] = client_memory(cfg)
     res["comm"] = communication(cfg)
-    res["d_c"] = sum(a * b + b for a, b in zip(cfg.client_sizes[:-1], cfg.client_sizes[1:],
-                                                strict=True))
+    res["d_c"] = _d_c(cfg)
     res["config"] = {"widths": cfg.widths, "perturbations": cfg.perturbations,
                      "base_perturbations": cfg.base_perturbations}
     return res

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from jaxopt_icml import base
@@ -117,29 +118,36 @@ def make_split_data(key: jax.Array, *, num_clients: int, samples_per_client: int
     :math:`p_i \sim \mathrm{Dirichlet}(\alpha)` and ``samples_per_client`` examples of a common
     pool with probability :math:`\propto p_i[y]/\#\{y\}` (non-IID label skew).
 
+    Host-side: drawn with NumPy from a generator seeded by the key's data (a concrete key;
+    not traceable). A jitted Dirichlet (``jax.random.gamma`` rejection loops) and weighted
+    ``jax.random.choice`` cost tens of seconds of XLA compilation on CPU, more than the
+    training program itself.
+
     Returns:
       :class:`ClientData` with leaves of leading axis ``num_clients``.
     """
     num_clients = check_static_int("num_clients", num_clients)
     n = check_static_int("samples_per_client", samples_per_client)
     check_float("alpha", alpha, allow_schedule=False)
-    k_t1, k_t2, k_x, k_p, k_c = jax.random.split(key, 5)
+    if isinstance(key, jax.core.Tracer):
+        raise ValueError("make_split_data runs on the host: key must be a concrete PRNG key")
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        key = jax.random.key_data(key)
+    rng = np.random.default_rng([int(v) for v in np.asarray(key, np.uint32).ravel()])
     pool = max(4 * n * num_clients, 64 * num_classes)
-    x = jax.random.normal(k_x, (pool, in_dim), jnp.float32)
-    w1 = jax.random.normal(k_t1, (in_dim, teacher_hidden)) / jnp.sqrt(in_dim)
-    w2 = jax.random.normal(k_t2, (teacher_hidden, num_classes)) / jnp.sqrt(teacher_hidden)
-    y = jnp.argmax(jnp.tanh(2.0 * x @ w1) @ w2, axis=1).astype(jnp.int32)
-    counts = jnp.zeros((num_classes,), jnp.float32).at[y].add(1.0)
-    props = jax.random.dirichlet(k_p, jnp.full((num_classes,), alpha, jnp.float32),
-                                 (num_clients,))
-
-    def client(p, k):
-        weight = p[y] / jnp.maximum(counts[y], 1.0)
-        idx = jax.random.choice(k, pool, (n,), p=weight / weight.sum())
-        return x[idx].astype(dtype), y[idx]
-
-    inputs, labels = jax.vmap(client)(props, jax.random.split(k_c, num_clients))
-    return ClientData(inputs, labels)
+    x = rng.standard_normal((pool, in_dim)).astype(np.float32)
+    w1 = rng.standard_normal((in_dim, teacher_hidden)) / np.sqrt(in_dim)
+    w2 = rng.standard_normal((teacher_hidden, num_classes)) / np.sqrt(teacher_hidden)
+    y = np.argmax(np.tanh(2.0 * x @ w1) @ w2, axis=1).astype(np.int32)
+    counts = np.bincount(y, minlength=num_classes).astype(np.float64)
+    props = rng.dirichlet(np.full((num_classes,), alpha), num_clients)
+    inputs, labels = [], []
+    for p in props:
+        weight = p[y] / np.maximum(counts[y], 1.0)
+        idx = rng.choice(pool, n, p=weight / weight.sum())
+        inputs.append(x[idx])
+        labels.append(y[idx])
+    return ClientData(jnp.asarray(np.stack(inputs)).astype(dtype), jnp.asarray(np.stack(labels)))
 
 
 def split_loss(client_apply, server_apply, loss_fn, params: dict, inputs, labels):
@@ -155,7 +163,7 @@ def shared_round_key(key: jax.Array, axis_name: str) -> jax.Array:
     """The round seed every client uses: 32 random bits drawn from worker 0's ``key`` and
     broadcast (``lax.all_gather``), so the directions never depend on the device id."""
     bits = jax.random.bits(key, (), jnp.uint32)
-    return jax.random.key(jax.lax.all_gather(bits, axis_name)[0])
+    return jax.random.key(jax.lax.all_gather(bits, axis_name)[0], impl=jax.random.key_impl(key))
 
 
 def _direction(round_key, w, p, distribution):
