@@ -55,14 +55,15 @@ $\mathcal O(1/\sqrt{NT})$ rate is the statement that the stochastic error term i
 $N$; we therefore fit the floor itself (the brief allows "error vs number of clients"), and
 report the rounds-to-tolerance numbers in `summarize` for the tolerance $10^{-2}$.
 
-**Measured** (key 0). FULL (16 seeds, 300 rounds): QP errors $5.8\times10^{-5}$ ($\mu=10^4$),
-$2\times10^{-16}$ (FISTA vs closed form), conflict margin $-3\times10^{-16}$; DREAM's gap is
-below $0.1\times$ FMGDA's on 16/16 seeds, median gaps DREAM $1.5\times10^{-4}$ (float32
-round-off), FMGDA 0.58, FedAvg (scalarized) 0.29, SCAFFOLD (scalarized) 0 (it converges to the
-fixed-weight scalarization's minimiser, which is Pareto optimal), centralized MGDA
-$2.6\times10^{-4}$; noise floors 0.244, 0.119, 0.064 for $N = 2, 4, 8$, slope $-0.97$
-(bootstrap 95% CI $[-1.02, -0.92]$). QUICK (8 seeds, 100 / 160 rounds): win fraction 8/8,
-DREAM gap 0, FMGDA 0.63, slope $-0.975$. Every claim passes in QUICK and FULL.
+**Measured** (key 0). FULL (16 seeds, 300 rounds): QP errors $5.5\times10^{-5}$ ($\mu=10^4$),
+$3\times10^{-16}$ (FISTA vs closed form), conflict margin $-3\times10^{-16}$; DREAM's gap is
+below $0.1\times$ FMGDA's on 16/16 seeds, median gaps DREAM $4.5\times10^{-4}$ (float32
+round-off), FMGDA 0.61, FedAvg (scalarized) 0.32, SCAFFOLD (scalarized) 0 (it converges to the
+fixed-weight scalarization's minimiser, which is Pareto optimal), centralized MGDA 0; noise
+floors 0.255, 0.125, 0.063 for $N = 2, 4, 8$, slope $-1.00$ (bootstrap 95% CI
+$[-1.05, -0.97]$). QUICK (8 seeds, 100 / 160 rounds): win fraction 8/8, DREAM gap 0, FMGDA
+0.58, slope $-1.00$ (keys 1, 2: DREAM $5\times10^{-5}$, $3.5\times10^{-4}$, FMGDA 0.59, 0.49,
+slopes $-0.90$, $-1.01$). Every claim passes in QUICK and FULL.
 
 **Reconstruction.** Only the abstract is public. The control variates (SCAFFOLD option II per
 task), the EMA momentum kept across rounds, the QP form and the *shared* local trajectory along
@@ -73,9 +74,15 @@ leave a floor. Control variates and momentum start at zero.
 
 **Runs.** The methods of each claim run side by side in one compiled program (`vmap` over seeds
 and problem instances, `lax.scan` over rounds, the clients `vmap`ped with the axis name
-`"workers"`: the same per-client code runs under `jax.shard_map` on a device mesh). The
-stochastic claim draws its noise from `unsafe_rbg` keys (XLA's RNG bit generator), which compile
-about three times faster than threefry on CPU; statistical quality is irrelevant at this scale.
+`"workers"`: the same per-client code runs under `jax.shard_map` on a device mesh). Claim 3 runs
+every $N$ in ONE DREAM program over $\max N = 8$ clients, the first $N$ with server weight 1 and
+the others 0 (`WeightedClients`: the server then averages exactly the $N$ active clients), and
+`vmap`s over $N$. Problems, noise and run keys are drawn with `unsafe_rbg` keys (XLA's RNG bit
+generator) seeded from a NumPy `SeedSequence` of the key: threefry's sampling programs compile
+for seconds on CPU, RBG's in a fraction of one; statistical quality is irrelevant at this scale
+(under `vmap` RBG draws a whole batch from its first key, so batches stay distinct). The programs
+are compiled with XLA:CPU's classic elemental emitters (`xla_cpu_use_fusion_emitters=False`),
+which compile them about 1.5 times faster.
 """
 
 from __future__ import annotations
@@ -136,11 +143,34 @@ QUICK = Config(seeds=8, drift_rounds=100, speedup_rounds=160, drift_methods=("DR
 # --------------------------------------------------------------------------- problem, methods
 
 
+def _rbg_key(key: jax.Array) -> jax.Array:
+    """An ``unsafe_rbg`` key (XLA's RNG bit generator) from any key, typed or raw, without
+    running a threefry hash: threefry's programs take seconds to compile on CPU, RBG's a
+    fraction of one (statistical quality is irrelevant at this scale; note that under ``vmap``
+    RBG draws the whole batch from the first key, so a batch stays distinct but is not
+    key-for-key equal to unbatched calls). Two-word (threefry) key data is doubled with a salt
+    into RBG's four words."""
+    raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    raw = jnp.asarray(raw, jnp.uint32)
+    if raw.shape[-1] == 2:
+        raw = jnp.concatenate([raw, raw ^ np.uint32(0x9E3779B9)], axis=-1)
+    return jax.random.wrap_key_data(raw, impl="unsafe_rbg")
+
+
+def _rbg_keys(seeds: np.random.SeedSequence, num: int) -> np.ndarray:
+    """``num`` RBG key data rows ``(num, 4)`` uint32 from a NumPy seed sequence (no device
+    work: the programs below wrap them)."""
+    return seeds.generate_state(4 * num, np.uint32).reshape(num, 4)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "num_clients", "noise_std"))
 def make_problem(cfg: Config, key: jax.Array, *, num_clients: int | None = None,
                  noise_std: float = 0.0):
-    """One instance of the federated two-task least-squares problem (client axis first)."""
+    """One instance of the federated two-task least-squares problem (client axis first),
+    drawn with an RBG key derived from ``key`` (:func:`_rbg_key`); jitted (one program, not
+    one per eager op)."""
     return dr.multitask_least_squares(
-        key, num_clients=num_clients or cfg.num_clients, num_tasks=cfg.num_tasks,
+        _rbg_key(key), num_clients=num_clients or cfg.num_clients, num_tasks=cfg.num_tasks,
         dim=cfg.dim, rows=cfg.rows, heterogeneity=cfg.heterogeneity, noise_std=noise_std)
 
 
@@ -191,6 +221,21 @@ def _gap_trace(num_tasks):
 # --------------------------------------------------------------------------- runs
 
 
+# XLA:CPU's newer MLIR fusion emitters compile these small programs about 1.5 times slower than
+# the classic elemental emitters, which also run them no slower: the programs below use the
+# classic ones (an XLA compile option; the numbers agree to float32 round-off). The option exists
+# only on the CPU backend, so GPU/TPU runtimes compile with their defaults.
+def _compiler_options() -> dict:
+    return {"xla_cpu_use_fusion_emitters": False} if jax.default_backend() == "cpu" else {}
+
+
+@functools.cache
+def _bootstrap_key() -> jax.Array:
+    """The key of the slope's seed bootstrap: RBG, whose ``randint`` compiles in a fraction of
+    the time of threefry's (the default ``PRNGKey(0)``)."""
+    return jax.random.key(0, impl="unsafe_rbg")
+
+
 @functools.lru_cache(maxsize=8)
 def _qp_program(cfg: Config):
     def one(deltas, u):
@@ -206,7 +251,7 @@ def _qp_program(cfg: Config):
                 "pgd_error": jnp.abs(lam_pgd[0] - closed),
                 "conflict_margin": jnp.min(deltas @ d - d @ d)}
 
-    return jax.jit(jax.vmap(one))
+    return jax.jit(jax.vmap(one), compiler_options=_compiler_options())
 
 
 @functools.lru_cache(maxsize=8)
@@ -215,27 +260,49 @@ def _drift_program(cfg: Config):
     alg = _side_by_side(algs)
     trace = _gap_trace(cfg.num_tasks)
 
-    def run_all(keys, problems):
+    def run_all(problem_keys, run_keys):
+        problems = jax.vmap(lambda k: make_problem(cfg, k))(problem_keys)
         oracles = {n: problems for n in algs}
-        return base.run_seeds(alg, jnp.zeros(cfg.dim, jnp.float32), oracles, keys,
+        return base.run_seeds(alg, jnp.zeros(cfg.dim, jnp.float32), oracles, _rbg_key(run_keys),
                               cfg.drift_rounds, trace_fn=trace, batch_oracle=True)[1]
 
-    return jax.jit(run_all)
+    return jax.jit(run_all, compiler_options=_compiler_options())
 
 
 @functools.lru_cache(maxsize=8)
 def _speedup_program(cfg: Config):
-    algs = {f"N={n}": dr.dream(num_tasks=cfg.num_tasks, num_workers=n,
-                                local_steps=cfg.speedup_local_steps, local_lr=cfg.local_lr,
-                                momentum=cfg.momentum) for n in cfg.speedup_clients}
-    alg = _side_by_side(algs)
-    trace = _gap_trace(cfg.num_tasks)
+    """DREAM for every N in ``cfg.speedup_clients`` as ONE vmapped program: ``max(N)`` clients
+    of which the first N have weight 1 and the others weight 0 (:class:`WeightedClients`), so
+    the server averages exactly the N active clients, as N-client DREAM does."""
+    n_max = max(cfg.speedup_clients)
+    alg = dr.dream(num_tasks=cfg.num_tasks, num_workers=n_max,
+                   local_steps=cfg.speedup_local_steps, local_lr=cfg.local_lr,
+                   momentum=cfg.momentum)
+    masks = np.asarray([[1.0] * n + [0.0] * (n_max - n) for n in cfg.speedup_clients],
+                       np.float32)
 
-    def run_all(keys, problems):
-        return base.run_seeds(alg, jnp.zeros(cfg.dim, jnp.float32), problems, keys,
-                              cfg.speedup_rounds, trace_fn=trace, batch_oracle=True)[1]
+    def trace(step, state, oracle):
+        del state
+        return dr.pareto_gap(dr.global_task_grads(oracle, step.x, cfg.num_tasks))
 
-    return jax.jit(run_all)
+    def one_n(problem_keys, run_keys, mask):
+        problems = jax.vmap(lambda k: dr.WeightedClients(
+            make_problem(cfg, k, num_clients=n_max, noise_std=cfg.noise_std), mask))(problem_keys)
+        return base.run_seeds(alg, jnp.zeros(cfg.dim, jnp.float32), problems,
+                              _rbg_key(run_keys), cfg.speedup_rounds, trace_fn=trace,
+                              batch_oracle=True)[1]
+
+    def run_all(problem_keys, run_keys):
+        gaps = jax.vmap(one_n)(problem_keys, run_keys, jnp.asarray(masks))
+        return {f"N={n}": gaps[i] for i, n in enumerate(cfg.speedup_clients)}
+
+    return jax.jit(run_all, compiler_options=_compiler_options())
+
+
+def _seed_sequence(key: jax.Array) -> np.random.SeedSequence:
+    """A NumPy seed sequence from the key's data (no device work)."""
+    raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    return np.random.SeedSequence([int(w) for w in np.asarray(raw, np.uint32).ravel()])
 
 
 def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = False,
@@ -244,29 +311,29 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
 
     ``shard``, ``progress``, ``out_dir`` and ``resume`` are accepted for the CLI; every run is
     one short program, so there is nothing to checkpoint, and the seeds stay on one device (the
-    client axis is the one a mesh would take).
+    client axis is the one a mesh would take). Problems, run keys and the QP draws come from a
+    NumPy seed sequence of ``key``; problems and noise are drawn on the device with RBG keys
+    (:func:`_rbg_key`), inside the compiled programs.
 
     Returns a dict of NumPy arrays: ``qp`` (per-draw errors of claim 1), ``gap[method]``
     (seeds, rounds) for claim 2, ``speedup_gap[N]`` (seeds, rounds) for claim 3, and the
     config.
     """
     del shard, progress, out_dir, resume
-    k_qp, k_drift, k_speed = jax.random.split(jax.random.fold_in(key, 3), 3)
-    rng = np.random.default_rng(int(jax.random.randint(k_qp, (), 0, 2**31 - 1)))
+    ss_qp, ss_drift, ss_speed = _seed_sequence(key).spawn(3)
+    rng = np.random.default_rng(ss_qp)
     deltas = rng.normal(size=(cfg.qp_draws, 2, cfg.qp_dim)) / np.sqrt(cfg.qp_dim)
     with jax.enable_x64(True):
         qp = jax.device_get(_qp_program(cfg)(jnp.asarray(deltas, jnp.float64),
                                              jnp.asarray(rng.uniform(size=cfg.qp_draws))))
-    pk, rk = jax.random.split(k_drift)
-    problems = jax.vmap(lambda k: make_problem(cfg, k))(jax.random.split(pk, cfg.seeds))
-    gap = jax.device_get(_drift_program(cfg)(jax.random.split(rk, cfg.seeds), problems))
-    pk, rk = jax.random.split(k_speed)
-    pkeys = jax.random.split(pk, cfg.speedup_seeds)
-    sproblems = {f"N={n}": jax.vmap(lambda k, n=n: make_problem(
-        cfg, k, num_clients=n, noise_std=cfg.noise_std))(pkeys) for n in cfg.speedup_clients}
-    seed = jax.random.randint(rk, (), 0, 2**31 - 1)
-    rbg_keys = jax.random.split(jax.random.key(seed, impl="unsafe_rbg"), cfg.speedup_seeds)
-    sgap = jax.device_get(_speedup_program(cfg)(rbg_keys, sproblems))
+    pk, rk = ss_drift.spawn(2)
+    gap = jax.device_get(_drift_program(cfg)(_rbg_keys(pk, cfg.seeds),
+                                             _rbg_keys(rk, cfg.seeds)))
+    pk, rk = ss_speed.spawn(2)
+    shape = (len(cfg.speedup_clients), cfg.speedup_seeds, 4)
+    sgap = jax.device_get(_speedup_program(cfg)(
+        _rbg_keys(pk, shape[0] * shape[1]).reshape(shape),
+        _rbg_keys(rk, shape[0] * shape[1]).reshape(shape)))
     return {"qp": jax.tree.map(np.asarray, qp),
             "gap": {n: np.asarray(v) for n, v in gap.items()},
             "speedup_gap": {n: np.asarray(v) for n, v in sgap.items()},
@@ -299,7 +366,9 @@ def noise_floors(results) -> tuple[np.ndarray, np.ndarray]:
 
 def speedup_slope(results) -> float:
     ns, floors = noise_floors(results)
-    return float(theory.fit_power_law(ns, floors).slope)
+    # the slope of log(seed-mean floor) vs log N; the seed mean first skips the bootstrap (and
+    # its compiled randint), which only the CI in summarize needs
+    return float(theory.fit_power_law(ns, floors.mean(0)).slope)
 
 
 def rounds_to_tolerance(results) -> dict:
@@ -342,7 +411,7 @@ def summarize(results) -> dict:
     ns, floors = noise_floors(results)
     for n, f in zip(ns, floors.mean(0), strict=True):
         out[f"noise floor E[gap^2], N={int(n)}"] = float(f)
-    fit = theory.fit_power_law(ns, floors)
+    fit = theory.fit_power_law(ns, floors, key=_bootstrap_key())
     out["speedup slope (95% bootstrap CI)"] = f"{fit.slope:.3f} [{fit.ci_low:.3f}, " \
                                               f"{fit.ci_high:.3f}]"
     for n, r in rounds_to_tolerance(results).items():
@@ -358,7 +427,10 @@ def plot(results, cfg: Config) -> dict:
     import matplotlib.pyplot as plt
 
     figs = {}
+    # fixed margins instead of tight_layout, which renders every log-axis tick label (mathtext)
+    # and took most of the plotting time; savefig(bbox_inches="tight") crops the result
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig.subplots_adjust(left=0.14, right=0.97, bottom=0.12, top=0.92)
     rounds = np.arange(1, cfg.drift_rounds + 1)
     for n, g in results["gap"].items():
         common.band_plot(ax, rounds, np.maximum(g, 1e-8), label=n)
@@ -366,10 +438,10 @@ def plot(results, cfg: Config) -> dict:
     ax.set_ylabel(r"Pareto gap $\min_\lambda\|\sum_m\lambda_m\nabla F_m(x_t)\|$")
     ax.set_title(f"drift removal, N={cfg.num_clients}, K={cfg.drift_local_steps}")
     ax.legend(fontsize=7)
-    fig.tight_layout()
     figs["drift"] = fig
 
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.13, top=0.91, wspace=0.22)
     rounds = np.arange(1, cfg.speedup_rounds + 1)
     for n, g in results["speedup_gap"].items():
         common.band_plot(ax0, rounds, g**2, label=n)
@@ -384,7 +456,6 @@ def plot(results, cfg: Config) -> dict:
     ax1.set_xlabel("clients N")
     ax1.set_title("linear speedup")
     ax1.legend(fontsize=7)
-    fig.tight_layout()
     figs["speedup"] = fig
     return figs
 
@@ -392,8 +463,10 @@ def plot(results, cfg: Config) -> dict:
 def multihost_case(num_workers: int):
     """``(make(mesh) -> OracleAlgorithm, x0, oracle, num_steps)`` for
     ``experiments.multihost.CASES``: DREAM on a small federated two-task problem."""
-    prob = dr.multitask_least_squares(jax.random.key(0), num_clients=num_workers, dim=6,
-                                      rows=8, noise_std=0.1)
+    # an RBG key for the draw (every process draws the same problem on the same backend): the
+    # threefry sampling program alone compiles for seconds on CPU
+    prob = dr.multitask_least_squares(jax.random.key(0, impl="unsafe_rbg"),
+                                      num_clients=num_workers, dim=6, rows=8, noise_std=0.1)
 
     def make(mesh_):
         return dr.dream(num_tasks=2, num_workers=num_workers, local_steps=3, momentum=0.5,

@@ -32,8 +32,9 @@ Spec `34_zo_entk.md`; thresholds recalibrated where noted.
    $\|\hat K - K\|_F^2$ over the predicted value is within 5% of 1 (seed mean of the ratios);
    our addition: the same for Rademacher $U$ with its own formula.
 2. *Dimension-free fidelity*: widths $\{16, 128, 1024\}$ ($d$ = 506 to 32 788), $V = 10$,
-   $P \in \{16, 64, 256, 1024\}$ (nested prefixes of one draw of 1024 directions per seed): the
-   log-log slope of the root mean square over seeds $e_{\rm rms}$ of the normalised error
+   $P \in \{16, 64, 256, 1024\}$ (the disjoint blocks of $P$ columns of one draw of 1024
+   directions per seed): the log-log slope of the root mean square $e_{\rm rms}$ (over seeds and
+   blocks) of the normalised error
    $e = \|\hat K - K\|_F/(\|J_o\|_F\|J_u\|_F)$ against $P$ lies in $[-0.6, -0.4]$ for every
    width, at every $P$ the RMS errors differ by less than 15% across widths, and (as a fitted
    slope, our addition) the slope of $e_{\rm rms}$ against $d$ is within 0.05 of 0.
@@ -67,10 +68,14 @@ the mean of $e$ in claim 2: its square has the exact expectation $(1 + \|K\|_F^2
 spectrum of $J$ (with means, 8 seeds gave a 15% width spread; with RMS 2-7%). For the
 $\|K\|_F$-normalised error we use the self-kernel: $\|K(x_o, x_u)\|_F$ for two unrelated inputs
 is small and varies wildly between seeds, which hides the $V$ dependence. The $P$ sweep
-of claim 2 uses nested prefixes of one draw (the first $P$ columns of
-$J U^\top$), so one draw of 1024 directions gives all four $P$ (errors at different $P$ are then
-correlated within a seed; the slope is fitted on seed means). Claims 1-3 run in float32 (no
-finite differences are involved: $JU^\top$ is exact forward mode), claim 4 in float64.
+of claim 2 splits one draw of 1024 directions per seed ($J U^\top$, exact forward mode) into
+its disjoint blocks of $P$ columns, independent $P$-direction draws: 1024/$P$ samples of the
+error at each $P$ from one draw (the slope is fitted on the means of the squared errors; the
+first version used only the first $P$ columns, whose error at $P = 16$ is so noisy that the
+16-seed QUICK run's width spread reached 9% and its $d$ slope 0.043 of the allowed 0.05).
+Every seed draws all its standard normals (the random Jacobians, the MLPs, the inputs and the
+targets) in one call: on the CPU each random-number call site is a loop to compile. Claims 1-3
+run in float32 (no finite differences are involved), claim 4 in float64.
 
 ## Measured
 
@@ -86,18 +91,25 @@ step: the relative error of $-\eta\hat K\nabla_f\ell$ is $0.022\,(\eta/10^{-3})$
 $-\eta K\nabla_f\ell$: $4.6\times10^{-4}(\eta/10^{-3})$. The exact eNTK does NOT describe the
 ZO step (relative error 2.3 at $P = 64$, 4.1 at $P = 16$, 9.6 at $P = 1$, for every
 $\eta$): the projected kernel is the one that governs ZO-SGD. At the spec's $\eta = 10^{-3}$
-the ZO prediction error is 2.2% (not $< 10^{-3}$, see claim 4). QUICK (16 seeds, widths
-16/128, $P \le 256$, width 64 for the output sweep, $\eta \in \{10^{-3}, 10^{-6}\}$): the
-same picture, every claim passes (slopes $-0.499$/$-0.500$, spread 1.8%, worst-entry ratio
-3.18, $V$ slope 0.514, variance ratios 1.004 / 1.023). Every claim reproduces.
+the ZO prediction error is 2.2% (not $< 10^{-3}$, see claim 4). (These FULL numbers are from
+the first version, before the block estimator of claim 2 and the one-draw problems.) QUICK (8
+seeds, $d = 50$ for claim 1, widths 16/128, $P \in \{8, 32, 128\}$, width 64 for the output
+sweep, $\eta \in \{10^{-3}, 10^{-6}\}$), keys 0 / 1 / 2: every claim passes; variance ratios
+0.992 / 1.019 / 0.996 (Gaussian) and 1.013 / 0.994 / 1.006 (Rademacher), $P$ slopes in
+$[-0.496, -0.488]$, width spread 2.6% / 5.7% / 6.0%, $d$ slope 0.012 / 0.027 / 0.028,
+worst-entry ratio 2.51 / 2.38 / 3.03, $V$ slope 0.447 / 0.539 / 0.545, one-step slopes within
+$5\times10^{-4}$ of 1. Every claim reproduces.
 
 Cost: FULL is dominated by Gaussian sampling (about $1.2\times10^9$ normals for claim 2 and
-$1.6\times10^9$ for claim 1); programs are compiled at XLA backend optimisation level 0, which
-compiles several times faster and leaves the matmuls (library calls) unchanged.
+$1.6\times10^9$ for claim 1); QUICK by compilation (two programs, about 3 s and 1.7 s of CPU;
+the float64 one compiles in a thread while the float32 one runs). Programs are compiled at XLA
+backend optimisation level 0 with the classic CPU fusion emitters, which compiles several times
+faster and leaves the matmuls (library calls) unchanged.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 
@@ -109,11 +121,10 @@ import optax
 from jaxopt_icml import base, theory
 from jaxopt_icml.zeroth_order.zo_entk import (
     OutputLoss,
-    entk,
     jacobian_matrix,
     kernel_error_second_moment,
     mlp_apply,
-    mlp_init,
+    one_step_output_change,
     projected_kernel,
     zo_sgd,
     zo_sgd_direction_key,
@@ -125,6 +136,7 @@ TITLE = "Zeroth-order SGD learning dynamics through the empirical NTK"
 REFERENCE = ("*Learning Dynamics of Zeroth-Order Optimization: A Kernel Perspective*, ICML 2026, "
              "arXiv:2605.03373.")
 DISTRIBUTIONS = ("gaussian", "rademacher")
+SALT = 34  # folded into the run key
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,8 +178,8 @@ class Config:
 
 
 FULL = Config()
-QUICK = Config(seeds=16, var_dim=200, var_draws=64, widths=(16, 128),
-               perturbations=(16, 64, 256), out_width=64, out_sizes=(2, 8, 32, 128),
+QUICK = Config(seeds=8, var_dim=50, var_draws=64, widths=(16, 128),
+               perturbations=(8, 32, 128), out_width=64, out_sizes=(2, 8, 32, 128),
                step_perturbations=(16,), step_lrs=(1e-3, 1e-6), chunk=None, seed_batch=None,
                draw_batch=None)
 
@@ -175,18 +187,35 @@ QUICK = Config(seeds=16, var_dim=200, var_draws=64, widths=(16, 128),
 # --------------------------------------------------------------------------- problems
 
 
-def make_problem(cfg: Config, key: jax.Array, *, width: int | None = None,
-                 outputs: int | None = None, dtype=jnp.float32) -> dict:
-    """One seed's model: ``params`` of the tanh MLP, inputs ``x_o``, ``x_u`` and the update
-    sample's loss oracle ``loss`` (:class:`OutputLoss`, squared loss, target ``N(0, I_V)``)."""
-    width = cfg.step_width if width is None else width
-    outputs = cfg.step_outputs if outputs is None else outputs
-    k_p, k_x, k_y = jax.random.split(key, 3)
-    params = mlp_init(k_p, cfg.in_dim, width, outputs, dtype=dtype)
-    x_o, x_u = jax.random.normal(k_x, (2, cfg.in_dim), dtype)
-    y = jax.random.normal(k_y, (outputs,), dtype)
+def _problem_size(cfg: Config, width: int, outputs: int) -> int:
+    """Standard normals behind one problem: ``W_1, b_1, W_2`` and ``x_o, x_u, y``."""
+    return (cfg.in_dim + 1 + outputs) * width + 2 * cfg.in_dim + outputs
+
+
+def _problem_from_normals(cfg: Config, z, width: int, outputs: int, dtype) -> dict:
+    """The problem of :func:`make_problem` from a flat standard normal vector ``z``."""
+    n = cfg.in_dim
+    sizes = (n * width, width, width * outputs, n, n)
+    w1, b1, w2, x_o, x_u, y = jnp.split(z, np.cumsum(sizes))
+    params = {"w1": (w1.reshape(n, width) / np.sqrt(n)).astype(dtype),
+              "b1": (0.1 * b1).astype(dtype),
+              "w2": (w2.reshape(width, outputs) / np.sqrt(width)).astype(dtype),
+              "b2": jnp.zeros((outputs,), dtype)}
+    x_o, x_u, y = (v.astype(dtype) for v in (x_o, x_u, y))
     return {"params": params, "x_o": x_o, "x_u": x_u,
             "loss": OutputLoss(x=x_u, y=y, apply_fn=mlp_apply)}
+
+
+def make_problem(cfg: Config, key: jax.Array, *, width: int | None = None,
+                 outputs: int | None = None, dtype=jnp.float32) -> dict:
+    """One seed's model: ``params`` of the tanh MLP (the LeCun-normal initialisation of
+    ``mlp_init``), inputs ``x_o``, ``x_u`` and the update sample's loss oracle ``loss``
+    (:class:`OutputLoss`, squared loss, target ``N(0, I_V)``), all from one float32 standard
+    normal draw (one random-number program to compile)."""
+    width = cfg.step_width if width is None else width
+    outputs = cfg.step_outputs if outputs is None else outputs
+    z = jax.random.normal(key, (_problem_size(cfg, width, outputs),), jnp.float32)
+    return _problem_from_normals(cfg, z, width, outputs, dtype)
 
 
 def describe_problem(problem: dict) -> dict:
@@ -209,112 +238,150 @@ def make_methods(cfg: Config) -> dict:
     return _methods_at(cfg, cfg.step_claim_lr)
 
 
+def _jacobians_from_normals(cfg: Config, z) -> tuple:
+    v, d = cfg.var_outputs, cfg.var_dim
+    idx = np.arange(v)
+    chol = jnp.asarray(np.linalg.cholesky(cfg.var_row_corr ** np.abs(idx[:, None] - idx[None])),
+                       jnp.float32)
+    common_part, own_o, own_u = z.reshape(3, v, d)
+    return (chol @ (common_part + own_o) / np.sqrt(d), chol @ (common_part + own_u) / np.sqrt(d))
+
+
 def random_jacobians(cfg: Config, key: jax.Array) -> tuple:
     """``J_o, J_u`` of shape ``(V, d)`` with rows correlated by ``C_ab = rho^|a-b|`` and a shared
     component between the two (so ``K = J_o J_u^T`` is not negligible)."""
-    v, d = cfg.var_outputs, cfg.var_dim
-    idx = np.arange(v)
-    chol = np.linalg.cholesky(cfg.var_row_corr ** np.abs(idx[:, None] - idx[None]))
-    k1, k2, k3 = jax.random.split(key, 3)
-    common_part = jax.random.normal(k1, (v, d))
-    j_o = jnp.asarray(chol, jnp.float32) @ (common_part + jax.random.normal(k2, (v, d)))
-    j_u = jnp.asarray(chol, jnp.float32) @ (common_part + jax.random.normal(k3, (v, d)))
-    return j_o / np.sqrt(d), j_u / np.sqrt(d)
+    z = jax.random.normal(key, (3 * cfg.var_outputs * cfg.var_dim,), jnp.float32)
+    return _jacobians_from_normals(cfg, z)
 
 
 # --------------------------------------------------------------------------- measurements
+#
+# Compilation, not running, dominates the QUICK run, and on the CPU every random-number call
+# site is its own (rolled threefry) loop to compile: each seed draws ALL its standard normals
+# (the random Jacobians of claim 1 and the MLPs and inputs of claims 2-4) in one call, and its
+# keys in one split.
 
 
-def _variance_seed(cfg: Config, key):
-    k_j, k_u = jax.random.split(key)
-    j_o, j_u = random_jacobians(cfg, k_j)
+def _problems(cfg: Config) -> list:
+    """``(name, width, outputs)`` of the MLP problems of one seed."""
+    out = [(f"width/{w}", w, cfg.width_outputs) for w in cfg.widths]
+    return out + [("outputs", cfg.out_width, max(cfg.out_sizes)),
+                  ("step", cfg.step_width, cfg.step_outputs)]
+
+
+def _variance(cfg: Config, z, key):
+    """Monte Carlo ratio E||K_hat - K||_F^2 / prediction, per distribution."""
+    j_o, j_u = _jacobians_from_normals(cfg, z)
     k_true = j_o @ j_u.T
+    keys = jax.random.split(key, (len(DISTRIBUTIONS), cfg.var_draws))
     out = {}
-    for i, dist in enumerate(DISTRIBUTIONS):
-        keys = jax.random.split(jax.random.fold_in(k_u, i), cfg.var_draws)
+    for dist, dist_keys in zip(DISTRIBUTIONS, keys, strict=True):
         err2 = _map(lambda k, dist=dist: jnp.sum(
             (projected_kernel(j_o, j_u, k, cfg.var_perturbations, distribution=dist)
-             - k_true) ** 2), keys, cfg.draw_batch)
+             - k_true) ** 2), dist_keys, cfg.draw_batch)
         pred = kernel_error_second_moment(j_o, j_u, cfg.var_perturbations, distribution=dist)
         out[dist] = jnp.mean(err2) / pred
     return out
 
 
-def _kernel_errors(params, x_o, x_u, key, ps, chunk, heads=None):
-    """Errors of the nested-prefix ZO eNTKs with ``P in ps`` against the exact eNTK:
-    ``fro`` and ``entry`` for K(x_o, x_u), ``rel`` for the self-kernel K(x_u, x_u).
-
-    ``heads``: output sizes ``V`` to evaluate on the first ``V`` outputs (a ``V``-output MLP is
-    exactly the first ``V`` outputs of a wider head: the directions' components on the other
-    head columns never enter ``J_a u``), giving a trailing ``V`` axis; ``None``: all outputs.
-    """
-    j_o = jacobian_matrix(mlp_apply, params, x_o)
-    j_u = jacobian_matrix(mlp_apply, params, x_u)
-    f_o, f_u = zo_tangent_features(mlp_apply, params, (x_o, x_u), key, max(ps),
-                                   chunk_size=None if chunk is None else min(chunk, max(ps)))
-    out = {"fro": [], "rel": [], "entry": []}
-    for v in (j_o.shape[0],) if heads is None else heads:
-        jo, ju, fo, fu = j_o[:v], j_u[:v], f_o[:v], f_u[:v]
-        k_true, k_uu = jo @ ju.T, ju @ ju.T
-        rows = jnp.linalg.norm(jo, axis=1)[:, None] * jnp.linalg.norm(ju, axis=1)[None, :]
-        jnorm = jnp.linalg.norm(jo) * jnp.linalg.norm(ju)
-        for p in ps:
-            diff = fo[:, :p] @ fu[:, :p].T / p - k_true
-            out["fro"].append(jnp.linalg.norm(diff) / jnorm)
-            diff_uu = fu[:, :p] @ fu[:, :p].T / p - k_uu
-            out["rel"].append(jnp.linalg.norm(diff_uu) / jnp.linalg.norm(k_uu))
-            out["entry"].append(jnp.max(jnp.abs(diff) / rows))
-    shape = (len(ps),) if heads is None else (len(heads),)
-    return {k: jnp.stack(v).reshape(shape) for k, v in out.items()}
+def _features(problem, key, num, chunk):
+    """``J`` (exact) and ``sqrt(c) J U^T`` (``zo_tangent_features``, ``num`` directions) of the
+    stacked inputs: rows ``V`` outputs at ``x_o``, then ``V`` at ``x_u``."""
+    params, x = problem["params"], jnp.stack([problem["x_o"], problem["x_u"]])
+    jac = jacobian_matrix(mlp_apply, params, x)
+    (feats,) = zo_tangent_features(mlp_apply, params, (x,), key, num,
+                                   chunk_size=None if chunk is None else min(chunk, num))
+    v = params["w2"].shape[1]
+    return jac[:v], jac[v:], feats[:v], feats[v:]
 
 
-def _scaling_seed(cfg: Config, key):
-    out = {}
-    for w in cfg.widths:
-        prob = make_problem(cfg, jax.random.fold_in(key, w), width=w, outputs=cfg.width_outputs)
-        out[f"width/{w}"] = _kernel_errors(prob["params"], prob["x_o"], prob["x_u"],
-                                           jax.random.fold_in(key, 10_000 + w),
-                                           cfg.perturbations, cfg.chunk)
-    prob = make_problem(cfg, jax.random.fold_in(key, 20_000), width=cfg.out_width,
-                        outputs=max(cfg.out_sizes))
-    out["outputs"] = _kernel_errors(prob["params"], prob["x_o"], prob["x_u"],
-                                    jax.random.fold_in(key, 30_000), (cfg.out_perturbations,),
-                                    cfg.chunk, heads=cfg.out_sizes)
+def _width_errors(problem, key, ps, chunk):
+    """Normalised Frobenius errors ``||K_hat - K||_F / (||J_o||_F ||J_u||_F)`` for each ``P``
+    in ``ps``, as the root mean square over the ``max(ps) / P`` disjoint blocks of ``P``
+    columns of one draw of ``max(ps)`` directions (independent ``P``-direction draws; ``P``
+    must divide ``max(ps)``). One weighted einsum gives every block's kernel."""
+    j_o, j_u, f_o, f_u = _features(problem, key, max(ps), chunk)
+    num = max(ps)
+    blocks = np.concatenate([np.repeat(np.eye(num // p), p, axis=1) / p for p in ps])
+    k_hat = jnp.einsum("ai,ni,bi->nab", f_o, jnp.asarray(blocks, jnp.float32), f_u)
+    err2 = (jnp.sum((k_hat - (j_o @ j_u.T)[None]) ** 2, (1, 2))
+            / (jnp.sum(j_o**2) * jnp.sum(j_u**2)))
+    counts = [num // p for p in ps]
+    means = np.zeros((len(ps), sum(counts)))  # block mean per P
+    for i, start in enumerate(np.cumsum([0] + counts[:-1])):
+        means[i, start:start + counts[i]] = 1.0 / counts[i]
+    return jnp.sqrt(jnp.asarray(means, jnp.float32) @ err2)
+
+
+def _output_errors(problem, key, num, heads, chunk):
+    """Errors of the ZO eNTK with ``num`` directions on the first ``V`` outputs, ``V`` in
+    ``heads`` (a ``V``-output MLP is exactly the first ``V`` outputs of a wider head: the
+    directions' components on the other head columns never enter ``J_a u``): ``fro`` and
+    ``entry`` for K(x_o, x_u), ``rel`` for the self-kernel K(x_u, x_u). The heads are masks,
+    so every ``V`` is the same few array operations."""
+    j_o, j_u, f_o, f_u = _features(problem, key, num, chunk)
+    k_hat, k_hat_uu = f_o @ f_u.T / num, f_u @ f_u.T / num
+    k_true, k_uu = j_o @ j_u.T, j_u @ j_u.T
+    v = j_o.shape[0]
+    rows = jnp.asarray(np.arange(v)[None] < np.asarray(heads)[:, None], jnp.float32)  # (H, V)
+    mask = rows[:, :, None] * rows[:, None, :]  # (H, V, V)
+    n_o, n_u = jnp.sum(j_o**2, 1), jnp.sum(j_u**2, 1)
+    diff = k_hat - k_true
+    fro = jnp.sqrt(jnp.einsum("ab,hab->h", diff**2, mask) / ((rows @ n_o) * (rows @ n_u)))
+    rel = jnp.sqrt(jnp.einsum("ab,hab->h", (k_hat_uu - k_uu) ** 2, mask)
+                   / jnp.einsum("ab,hab->h", k_uu**2, mask))
+    scaled = jnp.abs(diff) / jnp.sqrt(n_o[:, None] * n_u[None, :])
+    entry = jnp.max(scaled[None] * mask, axis=(1, 2))
+    return {"fro": fro, "rel": rel, "entry": entry}
+
+
+def _kernel_seed(cfg: Config, key):
+    """One seed of claims 1-3 (float32), plus the float32 problem and the key of claim 4."""
+    problems = _problems(cfg)
+    keys = jax.random.split(key, len(problems) + 2)
+    sizes = [3 * cfg.var_outputs * cfg.var_dim] + [_problem_size(cfg, w, v)
+                                                   for _, w, v in problems]
+    z = jnp.split(jax.random.normal(keys[0], (sum(sizes),), jnp.float32), np.cumsum(sizes)[:-1])
+    probs = {name: _problem_from_normals(cfg, zi, w, v, jnp.float32)
+             for (name, w, v), zi in zip(problems, z[1:], strict=True)}
+    out = {"variance": _variance(cfg, z[0], keys[1]), "scaling": {}}
+    for i, w in enumerate(cfg.widths):
+        out["scaling"][f"width/{w}"] = {"fro": _width_errors(
+            probs[f"width/{w}"], keys[2 + i], cfg.perturbations, cfg.chunk)}
+    out["scaling"]["outputs"] = _output_errors(probs["outputs"], keys[-2],
+                                               cfg.out_perturbations, cfg.out_sizes, cfg.chunk)
+    step = probs["step"]
+    out["step_problem"] = (step["params"], step["x_o"], step["x_u"], step["loss"].y)
+    out["step_key"] = keys[-1]
     return out
 
 
-def _step_seed(cfg: Config, key):
-    """Relative errors of the first-order predictions, per method and learning rate."""
-    k_prob, k_step = jax.random.split(key)
-    prob = make_problem(cfg, k_prob, dtype=jnp.float64)
-    params, x_o, x_u, loss = prob["params"], prob["x_o"], prob["x_u"], prob["loss"]
+def _step_seed(cfg: Config, problem, key):
+    """Relative errors of the first-order predictions, per method and learning rate (float64:
+    the output change of a step with eta = 1e-6 is far below float32 resolution)."""
+    params, x_o, x_u, y = jax.tree.map(lambda v: v.astype(jnp.float64), problem)
+    loss = OutputLoss(x=x_u, y=y, apply_fn=mlp_apply)
     f0 = mlp_apply(params, x_o)
-    grad_f = jax.grad(loss.loss_of_outputs)(loss.outputs(params))
-    k_fo = entk(mlp_apply, params, x_o, x_u)
-    dkey = zo_sgd_direction_key(k_step)
-    kernels = {f"ZO-SGD P={n}": (lambda n=n: _zo_kernel(params, x_o, x_u, dkey, n))()
-               for n in cfg.step_perturbations}
-    kernels["FO-SGD"] = k_fo
+    dkey = zo_sgd_direction_key(key)
+    kernel_steps = {}  # -K grad_f and -K_hat grad_f: the changes per unit learning rate
+    for n in cfg.step_perturbations:
+        pred = one_step_output_change(mlp_apply, loss.loss_of_outputs, params, x_o, x_u, dkey,
+                                      learning_rate=1.0, num_perturbations=n)
+        kernel_steps[f"ZO-SGD P={n}"] = pred["zeroth_order"]
+    kernel_steps["FO-SGD"] = pred["first_order"]
 
     def at(lr):
         errs = {}
         for name, alg in _methods_at(cfg, lr).items():
-            step, _ = alg.update(alg.init(params, k_step), loss, k_step)
+            step, _ = alg.update(alg.init(params, key), loss, key)
             actual = mlp_apply(step.x, x_o) - f0
-            pred = -lr * (kernels[name] @ grad_f)
-            errs[name] = jnp.linalg.norm(actual - pred) / jnp.linalg.norm(pred)
-            if name != "FO-SGD":
-                fo_pred = -lr * (k_fo @ grad_f)
-                errs[f"{name} vs eNTK"] = jnp.linalg.norm(actual - fo_pred) / jnp.linalg.norm(
-                    fo_pred)
+            for label, ref in ((name, kernel_steps[name]),
+                               (f"{name} vs eNTK", kernel_steps["FO-SGD"])):
+                if label != "FO-SGD vs eNTK":
+                    errs[label] = jnp.linalg.norm(actual - lr * ref) / jnp.linalg.norm(lr * ref)
         return errs
 
     return jax.vmap(at)(jnp.asarray(cfg.step_lrs, jnp.float64))
-
-
-def _zo_kernel(params, x_o, x_u, key, n):
-    f_o, f_u = zo_tangent_features(mlp_apply, params, (x_o, x_u), key, n)
-    return f_o @ f_u.T / n
 
 
 def _map(fn, xs, batch):
@@ -324,33 +391,50 @@ def _map(fn, xs, batch):
 
 @functools.lru_cache(maxsize=8)
 def _programs(cfg: Config):
+    """The two compiled programs: claims 1-3 in float32 from the run key (it also returns the
+    problems and keys of claim 4), and claim 4 in float64 (run it under ``enable_x64``)."""
     opts = {} if cfg.opt_level is None else {"xla_backend_optimization_level": cfg.opt_level}
+    # the classic (non-MLIR) CPU fusion emitters compile these programs about twice as fast (a
+    # CPU-only XLA option: GPU/TPU runtimes compile with their defaults)
+    if jax.default_backend() == "cpu":
+        opts["xla_cpu_use_fusion_emitters"] = False
 
-    def batched(fn):
-        return jax.jit(lambda keys: _map(functools.partial(fn, cfg), keys, cfg.seed_batch),
-                       compiler_options=opts)
+    def kernels(key):
+        keys = jax.random.split(jax.random.fold_in(key, SALT), cfg.seeds)
+        return _map(functools.partial(_kernel_seed, cfg), keys, cfg.seed_batch)
 
-    return batched(_variance_seed), batched(_scaling_seed), batched(_step_seed)
+    def steps(problems, keys):
+        return _map(lambda a: _step_seed(cfg, *a), (problems, keys), cfg.seed_batch)
+
+    return jax.jit(kernels, compiler_options=opts), jax.jit(steps, compiler_options=opts)
 
 
 def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = False,
         out_dir=None, resume: bool = False) -> dict:
     """All four measurements over ``cfg.seeds`` seeds (``lax.map`` in vmapped batches of
-    ``seed_batch`` seeds; three compiled programs, no checkpointing needed).
+    ``seed_batch`` seeds; two compiled programs, no checkpointing needed).
 
     ``shard`` is accepted for the CLI and notebooks: the seeds run on the default device.
 
     Returns NumPy arrays with a leading seed axis: ``variance[dist]`` (seeds,),
-    ``scaling["width/<w>"|"outputs/<V>"][fro|rel|entry]`` (seeds, len(P)) and
-    ``step[name]`` (seeds, len(step_lrs)), plus the grids.
+    ``scaling["width/<w>"]["fro"]`` (seeds, len(P)),
+    ``scaling["outputs"][fro|rel|entry]`` (seeds, len(out_sizes)) and ``step[name]``
+    (seeds, len(step_lrs)), plus the grids.
     """
     del shard, progress, out_dir, resume
-    var_p, scale_p, step_p = _programs(cfg)
-    k1, k2, k3 = jax.random.split(jax.random.fold_in(key, 34), 3)
-    res = {"variance": var_p(jax.random.split(k1, cfg.seeds)),
-           "scaling": scale_p(jax.random.split(k2, cfg.seeds))}
+    kernels_p, steps_p = _programs(cfg)
+    shapes = jax.eval_shape(kernels_p, key)
+
+    def compile_steps():  # needs only the shapes: compiles while the float32 program runs
+        with jax.enable_x64(True):
+            return steps_p.lower(shapes["step_problem"], shapes["step_key"]).compile()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        steps_c = pool.submit(compile_steps)
+        res = kernels_p(key)
+        steps_c = steps_c.result()
     with jax.enable_x64(True):
-        res["step"] = step_p(jax.random.split(k3, cfg.seeds))
+        res["step"] = steps_c(res.pop("step_problem"), res.pop("step_key"))
     res = jax.tree.map(np.asarray, jax.device_get(res))
     res["dims"] = {w: (cfg.in_dim + 1) * w + (w + 1) * cfg.width_outputs for w in cfg.widths}
     res["cfg"] = cfg
@@ -376,7 +460,7 @@ def p_slopes(results) -> np.ndarray:
     seed-mean squared error, whose expectation is exactly a power law)."""
     cfg = results["cfg"]
     return np.asarray([0.5 * theory.fit_power_law(
-        cfg.perturbations, results["scaling"][f"width/{w}"]["fro"] ** 2).slope
+        cfg.perturbations, np.mean(results["scaling"][f"width/{w}"]["fro"] ** 2, 0)).slope
         for w in cfg.widths])
 
 
@@ -423,11 +507,11 @@ def fro_band_violation(results) -> float:
 
 def v_slope(results) -> float:
     cfg = results["cfg"]
-    return theory.fit_power_law(cfg.out_sizes, _out(results, "rel")).slope
+    return theory.fit_power_law(cfg.out_sizes, np.mean(_out(results, "rel"), 0)).slope
 
 
 def lr_slope(results, name) -> float:
-    return theory.fit_power_law(results["cfg"].step_lrs, results["step"][name]).slope
+    return theory.fit_power_law(results["cfg"].step_lrs, np.mean(results["step"][name], 0)).slope
 
 
 def step_error_max(results, name) -> float:
@@ -526,7 +610,7 @@ def plot(results: dict, cfg: Config) -> dict:
     ax1.set_xlabel("output size V")
     ax1.set_title(f"output-size dependence, P={cfg.out_perturbations}")
     ax1.legend(fontsize=8)
-    fig.tight_layout()
+    fig.subplots_adjust(wspace=0.28)  # (tight_layout costs about a second per figure here)
     figs["kernel_fidelity"] = fig
 
     fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -537,6 +621,5 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.set_ylabel("relative error of the first-order prediction")
     ax.set_title("one-step dynamics (ZO: vs $\\hat K$; dashed: ZO vs $K$)")
     ax.legend(fontsize=7)
-    fig.tight_layout()
     figs["one_step"] = fig
     return figs

@@ -1,6 +1,7 @@
 """DREAM (jaxopt_icml.distributed.dream): contract cases, the server QP against closed forms,
-SciPy and a NumPy projected-gradient solver, rounds against a NumPy re-implementation,
-simulate == shard_map on 8 devices, and the claims at quick size."""
+SciPy and an exact NumPy active-set solver, rounds (also with weighted clients) against a
+NumPy re-implementation, and the claims at quick size. simulate == shard_map on 8 devices is the
+property matrix's "distributed" check of CONTRACT_CASES (tests/test_contract.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy.optimize import minimize_scalar
 
 from jaxopt_icml import base, theory
-from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.testing import AlgorithmCase
 
 # the package re-exports the function dream(), which shadows the module attribute
@@ -61,29 +60,63 @@ def _np_project_simplex(v, iters=200):
     return np.maximum(v - (lo + hi) / 2, 0)
 
 
-_solve = jax.jit(dr.solve_task_qp, static_argnames=("num_iters", "solver"))
+# XLA:CPU's classic elemental emitters compile these small programs about 1.5 times faster than
+# its newer MLIR fusion emitters (as in experiments/dream.py)
+_FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False}
+_solve = jax.jit(dr.solve_task_qp, static_argnames=("num_iters", "solver"),
+                 compiler_options=_FAST_COMPILE)
 
 
-def _np_qp(q, p, mu, iters=3000):
-    """Plain projected gradient (step 1/||Q + mu I||_2) run to convergence in float64."""
-    step = 1 / (np.linalg.eigvalsh(q).max() + mu)
-    lam = p.copy()
-    for _ in range(iters):
-        lam = _np_project_simplex(lam - step * (q @ lam + mu * (lam - p)), 45)
-    return lam
+def _fista(gram, *, task_matrix=None, preference=None, reg=0.0):
+    """The FISTA solver, 2000 iterations, always with the same arguments (A, p, mu given), so
+    that every call with the same M hits one compiled program."""
+    m = gram.shape[0]
+    a = np.eye(m) if task_matrix is None else task_matrix
+    p = np.full(m, 1.0 / m) if preference is None else preference
+    return _solve(jnp.asarray(gram, jnp.float32), task_matrix=jnp.asarray(a, jnp.float32),
+                  preference=jnp.asarray(p, jnp.float32), reg=reg, num_iters=2000,
+                  solver="projected_gradient")
+
+
+def _np_qp(q, p, mu):
+    """The exact minimiser in float64 by active-set enumeration (M <= 4: every support S, the
+    KKT system of the equality-constrained QP on S, the best nonnegative solution; the problem
+    is convex, so its minimiser is one of these), instead of iterating a NumPy solver."""
+    m = len(p)
+    h = q + mu * np.eye(m)
+    best, best_val = None, np.inf
+    for mask in range(1, 2**m):
+        sup = [i for i in range(m) if mask >> i & 1]
+        k = len(sup)
+        kkt = np.zeros((k + 1, k + 1))
+        kkt[:k, :k] = h[np.ix_(sup, sup)]
+        kkt[:k, k] = kkt[k, :k] = 1
+        sol = np.linalg.lstsq(kkt, np.append(mu * p[sup], 1.0), rcond=None)[0]
+        if sol[:k].min() < -1e-12:
+            continue
+        lam = np.zeros(m)
+        lam[sup] = sol[:k]
+        val = 0.5 * lam @ q @ lam + 0.5 * mu * np.sum((lam - p) ** 2)
+        if val < best_val:
+            best, best_val = lam, val
+    return best
 
 
 def test_project_simplex_matches_bisection():
     rng = np.random.default_rng(0)
+    # one program per m, not one per eager op
+    project = jax.jit(jax.vmap(dr.project_simplex), compiler_options=_FAST_COMPILE)
     for m in (2, 3, 5):
-        for _ in range(5):
-            v = rng.normal(size=m) * 2
-            got = np.asarray(dr.project_simplex(jnp.asarray(v, jnp.float32)))
-            np.testing.assert_allclose(got, _np_project_simplex(v), atol=1e-6)
-            assert abs(got.sum() - 1) < 1e-6 and got.min() >= 0
+        vs = rng.normal(size=(5, m)) * 2
+        got = np.asarray(project(jnp.asarray(vs, jnp.float32)))
+        for v, g in zip(vs, got, strict=True):
+            np.testing.assert_allclose(g, _np_project_simplex(v), atol=1e-6)
+            assert abs(g.sum() - 1) < 1e-6 and g.min() >= 0
 
 
 def test_two_task_qp_vs_scipy_with_regularization_and_task_matrix():
+    from scipy.optimize import minimize_scalar
+
     rng = np.random.default_rng(1)
     for _ in range(6):
         deltas = rng.normal(size=(2, 7))
@@ -128,8 +161,7 @@ def test_projected_gradient_solver_vs_numpy_reference():
         q = deltas @ deltas.T
         p = rng.dirichlet(np.ones(m))
         ref = _np_qp(q, p, mu)
-        got = _solve(jnp.asarray(q, jnp.float32), preference=jnp.asarray(p, jnp.float32),
-                     reg=mu, num_iters=2000, solver="projected_gradient")
+        got = _fista(q, preference=p, reg=mu)
         np.testing.assert_allclose(np.asarray(got), ref, atol=2e-4)
 
         def val(lam, q=q, mu=mu, p=p):
@@ -139,19 +171,22 @@ def test_projected_gradient_solver_vs_numpy_reference():
 
 
 def test_special_cases_scalarization_and_priorities():
-    g = jnp.asarray([[2.0, -1.0, 0.3], [-1.0, 1.5, 0.2], [0.3, 0.2, 1.0]], jnp.float32)
+    g = np.array([[2.0, -1.0, 0.3], [-1.0, 1.5, 0.2], [0.3, 0.2, 1.0]])
     p = np.array([0.2, 0.5, 0.3])
-    lam = _solve(g, preference=jnp.asarray(p, jnp.float32), reg=1e6, num_iters=2000)
+    lam = _fista(g, preference=p, reg=1e6)
     np.testing.assert_allclose(np.asarray(lam), p, atol=1e-5)
     # a diagonal A scales the tasks: the QP over A^T G A is the MGDA QP of the scaled Deltas
     a = np.diag([1.0, 2.0, 0.5])
-    lam_a = _solve(g, task_matrix=jnp.asarray(a, jnp.float32), num_iters=2000)
-    lam_scaled = _solve(jnp.asarray(a @ np.asarray(g) @ a, jnp.float32), num_iters=2000)
+    lam_a = _fista(g, task_matrix=a)
+    lam_scaled = _fista(a @ g @ a)
     np.testing.assert_allclose(np.asarray(lam_a), np.asarray(lam_scaled), atol=1e-6)
+    # "auto" is the same FISTA for M > 2
+    auto = _solve(jnp.asarray(g, jnp.float32), num_iters=2000)
+    np.testing.assert_allclose(np.asarray(auto), np.asarray(_fista(g)), atol=1e-7)
 
 
 def test_qp_rejects_bad_solver_and_iters():
-    g = jnp.eye(2)
+    g = np.eye(2)  # the checks come before any array op
     with pytest.raises(ValueError, match="solver"):
         dr.solve_task_qp(g, solver="newton")
     with pytest.raises(ValueError, match="num_iters"):
@@ -161,10 +196,14 @@ def test_qp_rejects_bad_solver_and_iters():
 # --------------------------------------------------------------------------- rounds vs NumPy
 
 
-def _np_rounds(a, b, rounds, *, k, eta, eta_g, beta, cv, trajectory, fixed, p, mu=0.0):
+def _np_rounds(a, b, rounds, *, k, eta, eta_g, beta, cv, trajectory, fixed, p, mu=0.0,
+               weights=None):
     """DREAM rounds in NumPy float64 (exact gradients), the QP by SciPy's bounded scalar
-    minimiser (M = 2)."""
+    minimiser (M = 2); ``weights``: the server's client weights (default equal)."""
+    from scipy.optimize import minimize_scalar  # imported here: SciPy takes a second to import
+
     n, m, _, d = a.shape
+    w = np.ones(n) if weights is None else np.asarray(weights, np.float64)
     x = np.zeros(d)
     ci, cg = np.zeros((n, m, d)), np.zeros((m, d))
     v = np.zeros((n, m, d))
@@ -183,7 +222,7 @@ def _np_rounds(a, b, rounds, *, k, eta, eta_g, beta, cv, trajectory, fixed, p, m
                 acc += v[i]
                 y = y - eta * v[i] if trajectory == "per_task" else y - eta * (lam @ v[i])
             local[i] = eta * acc
-        delta = local.mean(0)
+        delta = np.tensordot(w / w.sum(), local, axes=1)
         if fixed:
             lam = p.copy()
         else:
@@ -204,54 +243,91 @@ def _np_rounds(a, b, rounds, *, k, eta, eta_g, beta, cv, trajectory, fixed, p, m
     return np.stack(xs)
 
 
+@functools.cache
+def _rounds_problem():
+    """One small federated problem (4 clients, d = 4) for every rounds test. Its draw uses an
+    ``unsafe_rbg`` key: the threefry sampling program alone compiles for seconds on CPU."""
+    return dr.multitask_least_squares(jax.random.key(5, impl="unsafe_rbg"), num_clients=4,
+                                      dim=4, rows=6)
+
+
+def _run(alg, oracle, num_steps, trace_fn=None):
+    """``base.run`` from x0 = 0 and key 0 as one jitted program (fast-compile options)."""
+    run = jax.jit(lambda o, k: base.run(alg, jnp.zeros(4), o, k, num_steps, trace_fn=trace_fn),
+                  compiler_options=_FAST_COMPILE)
+    return run(oracle, jax.random.key(0))
+
+
+def _trace_x_info(step, state, oracle):
+    del state, oracle
+    return step.x, step.info
+
+
+# the server weights of the weighted case: unequal, and a weight-0 (padding) client
+_WEIGHTS = (1.0, 2.0, 0.5, 0.0)
+
+
 @pytest.mark.parametrize("settings", [
-    {"trajectory": "shared", "cv": True, "beta": 0.5, "fixed": False, "mu": 0.3},
-    {"trajectory": "per_task", "cv": False, "beta": 0.0, "fixed": False, "mu": 0.0},
+    {"trajectory": "shared", "cv": True, "beta": 0.5, "fixed": False, "mu": 0.3,
+     "weights": _WEIGHTS},
+    {"trajectory": "per_task", "cv": False, "beta": 0.0, "fixed": False, "mu": 0.0,
+     "weights": None},
 ])
 def test_rounds_match_numpy(settings):
-    prob = dr.multitask_least_squares(jax.random.key(5), num_clients=3, dim=4, rows=6)
+    """Four rounds == the NumPy re-implementation, for the shared trajectory with control
+    variates, momentum and mu > 0 under weighted clients (WeightedClients: unequal weights and
+    a weight-0 client), and for FMGDA-style per-task trajectories; with the info accounting
+    (K M gradient evaluations and M d float32 values per client and round)."""
+    prob = _rounds_problem()
+    oracle = prob if settings["weights"] is None else dr.WeightedClients(
+        prob, jnp.asarray(settings["weights"], jnp.float32))
     p = np.array([0.4, 0.6])
-    alg = dr.dream(num_tasks=2, num_workers=3, local_steps=3, local_lr=0.1, global_lr=0.8,
+    alg = dr.dream(num_tasks=2, num_workers=4, local_steps=3, local_lr=0.1, global_lr=0.8,
                    momentum=settings["beta"], qp_reg=settings["mu"], preference=p,
                    control_variates=settings["cv"], trajectory=settings["trajectory"],
                    fixed_weights=settings["fixed"])
-    _, trace = base.run(alg, jnp.zeros(4), prob, jax.random.key(0), 4,
-                        trace_fn=lambda s, st, o: s.x)
+    _, (trace, info) = _run(alg, oracle, 4, _trace_x_info)
     ref = _np_rounds(np.asarray(prob.a, np.float64), np.asarray(prob.b, np.float64), 4, k=3,
                      eta=0.1, eta_g=0.8, beta=settings["beta"], cv=settings["cv"],
                      trajectory=settings["trajectory"], fixed=settings["fixed"], p=p,
-                     mu=settings["mu"])
+                     mu=settings["mu"], weights=settings["weights"])
     np.testing.assert_allclose(np.asarray(trace), ref, rtol=2e-4, atol=2e-5)
+    # summed over the 4 clients (a weight-0 client computes and is counted too)
+    np.testing.assert_array_equal(np.asarray(info["oracle_calls"]), 4 * 3 * 2)
+    np.testing.assert_array_equal(np.asarray(info["bits_sent"]), 4 * 2 * 4 * 32)
+    assert info["bits_sent"].dtype == jnp.float32
+
+
+def test_weighted_global_task_grads():
+    """grad F_m of WeightedClients is the weighted mean of the clients' gradients; equal
+    weights give the plain mean."""
+    prob = _rounds_problem()
+    a, b = np.asarray(prob.a, np.float64), np.asarray(prob.b, np.float64)
+    x = np.linspace(-1, 1, 4)
+    per_client = np.einsum("imrd,imr->imd", a, np.einsum("imrd,d->imr", a, x) - b)
+    grads = jax.jit(dr.global_task_grads, static_argnums=2, compiler_options=_FAST_COMPILE)
+    w = np.asarray(_WEIGHTS)
+    got = grads(dr.WeightedClients(prob, jnp.asarray(w, jnp.float32)), jnp.asarray(x), 2)
+    np.testing.assert_allclose(np.asarray(got), np.tensordot(w / w.sum(), per_client, 1),
+                               rtol=1e-5, atol=1e-6)
+    plain = grads(dr.WeightedClients(prob, jnp.ones(4)), jnp.asarray(x), 2)
+    np.testing.assert_allclose(np.asarray(plain), per_client.mean(0), rtol=1e-5, atol=1e-6)
 
 
 def test_fedavg_scalarized_matches_numpy():
     """FedAvg on the scalarization (fixed weights p, no control variates) == NumPy FedAvg on
     sum_m p_m f_{i,m}."""
-    prob = dr.multitask_least_squares(jax.random.key(6), num_clients=2, dim=3, rows=4)
-    alg = dr.fedavg_scalarized(num_tasks=2, num_workers=2, local_steps=2, local_lr=0.1)
-    final = base.run(alg, jnp.zeros(3), prob, jax.random.key(0), 3)[0].params[0]
+    prob = _rounds_problem()
+    alg = dr.fedavg_scalarized(num_tasks=2, num_workers=4, local_steps=2, local_lr=0.1)
+    final = _run(alg, prob, 3)[0].params[0]
     ref = _np_rounds(np.asarray(prob.a, np.float64), np.asarray(prob.b, np.float64), 3, k=2,
                      eta=0.1, eta_g=1.0, beta=0.0, cv=False, trajectory="shared", fixed=True,
                      p=np.array([0.5, 0.5]))[-1]
     np.testing.assert_allclose(np.asarray(final), ref, rtol=1e-5, atol=1e-6)
 
 
-def test_simulate_equals_shard_map_on_8_devices():
-    n = jax.local_device_count()
-    if n < 2:
-        pytest.skip("needs several (simulated) devices")
-    prob = dr.multitask_least_squares(jax.random.key(8), num_clients=n, dim=4, rows=5,
-                                      noise_std=0.2)
-    kw = {"num_tasks": 2, "num_workers": n, "local_steps": 3, "momentum": 0.5}
-    sim = base.run(dr.dream(**kw), jnp.zeros(4), prob, jax.random.key(0), 4)
-    shd = base.run(dr.dream(**kw, mesh=mesh_lib.make_mesh()), jnp.zeros(4), prob,
-                   jax.random.key(0), 4)
-    for a, b in zip(jax.tree.leaves(sim), jax.tree.leaves(shd), strict=True):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
-    info = sim[1]  # summed over clients: K M gradient evaluations, M d float32 values each
-    np.testing.assert_array_equal(np.asarray(info["oracle_calls"]), n * 3 * 2)
-    np.testing.assert_array_equal(np.asarray(info["bits_sent"]), n * 2 * 4 * 32)
-    assert info["bits_sent"].dtype == jnp.float32
+# simulate == shard_map on 8 devices: the "distributed" check of the property matrix
+# (tests/test_contract.py) runs it on both CONTRACT_CASES (stochastic, 8 clients).
 
 
 def test_multihost_case_builds():
