@@ -3,6 +3,8 @@
 * finding and loading experiment modules (``experiments/<slug>.py`` for a catalog slug);
 * configs: :func:`with_seeds`, :func:`config_dict`;
 * results I/O: :func:`to_jsonable`, :func:`write_json`, :func:`versions`, :func:`devices`;
+  :func:`record_claims` and :func:`quick_results` (a notebook's QUICK results, reused by the
+  claims tests when the source code is identical);
 * figures: :func:`band_plot` (seed median with a 10-90% band on log-log axes),
   :func:`save_figures`, :func:`use_agg`;
 * :func:`progress` (a tqdm bar that can be switched off) and :func:`describe` (key constants of
@@ -12,10 +14,12 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.metadata
 import json
 import math
 import os
+import pickle
 import platform
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -34,6 +38,7 @@ __all__ = [
     "devices",
     "load",
     "progress",
+    "quick_results",
     "record_claims",
     "repo_root",
     "save_figures",
@@ -144,11 +149,20 @@ def write_json(path, payload) -> Path:
 RECORD_ENV = "JAXOPT_ICML_RECORD"
 
 
-def record_claims(exp, cfg, key: int, claims, *, quick: bool, root=None) -> Path | None:
+REUSE_ENV = "JAXOPT_ICML_REUSE_RECORDS"
+_RESULTS_PICKLE = "quick_results.pkl"
+
+
+def record_claims(exp, cfg, key: int, claims, *, quick: bool, results=None,
+                  root=None) -> Path | None:
     """Writes ``runs/<slug>[-quick]/results.json`` with the claims just evaluated, as
     ``python -m experiments run`` does, when the environment variable ``JAXOPT_ICML_RECORD`` is
     ``"1"`` (CI sets it while executing the notebooks, so that ``python -m jaxopt_icml.catalog``
     reports those outcomes instead of running every experiment again); otherwise nothing.
+
+    With ``results`` (the dict ``exp.run(cfg, PRNGKey(key))`` returned) and ``quick``, the
+    results are also pickled beside it, stamped with :func:`source_fingerprint`, for
+    :func:`quick_results`.
 
     Returns the path written, or ``None``.
     """
@@ -169,7 +183,57 @@ def record_claims(exp, cfg, key: int, claims, *, quick: bool, root=None) -> Path
         "all_claims_passed": all(c.passed for c in claims),
         "known_failing": sorted(getattr(exp, "KNOWN_FAILING", ())),
     }
-    return write_json(out / "results.json", payload)
+    path = write_json(out / "results.json", payload)
+    if results is not None and quick:
+        stamp = source_fingerprint(cfg, key)
+        try:
+            blob = pickle.dumps({"fingerprint": stamp, "results": results})
+        except Exception:  # noqa: BLE001 - results that do not pickle are simply not reused
+            blob = None
+        if blob is not None:
+            (out / _RESULTS_PICKLE).write_bytes(blob)
+    return path
+
+
+def source_fingerprint(cfg, key: int) -> str:
+    """SHA-256 over everything a QUICK result depends on here: the bytes of every ``.py`` file
+    of ``jaxopt_icml/`` and ``experiments/``, the config, the key, the package versions and
+    JAX's x64 and rank-promotion modes. Two runs with equal fingerprints run the same code on
+    the same inputs."""
+    import jax
+
+    h = hashlib.sha256()
+    root = repo_root()
+    for package in ("jaxopt_icml", "experiments"):
+        for path in sorted((root / package).rglob("*.py")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    meta = {"config": repr(cfg), "key": int(key), "versions": versions(),
+            "x64": bool(jax.config.jax_enable_x64),
+            "rank_promotion": str(jax.config.jax_numpy_rank_promotion)}
+    h.update(json.dumps(meta, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def quick_results(exp, key: int = 0, root=None):
+    """``exp.run(exp.QUICK, jax.random.PRNGKey(key))``, the run the claims tests check.
+
+    When the environment variable ``JAXOPT_ICML_REUSE_RECORDS`` is ``"1"`` (CI sets it: the
+    notebooks, executed first with ``JAXOPT_ICML_RECORD=1``, ran exactly this) and
+    ``runs/<slug>-quick/quick_results.pkl`` carries the current :func:`source_fingerprint`,
+    those results are returned instead of running the experiment a second time. Any mismatch
+    (other code, config, key, versions or JAX modes) runs the experiment.
+    """
+    import jax
+
+    if os.environ.get(REUSE_ENV) == "1":
+        root = repo_root() if root is None else Path(root)
+        path = root / "runs" / f"{exp.SLUG}-quick" / _RESULTS_PICKLE
+        if path.is_file():
+            stored = pickle.loads(path.read_bytes())
+            if stored.get("fingerprint") == source_fingerprint(exp.QUICK, key):
+                return stored["results"]
+    return exp.run(exp.QUICK, jax.random.PRNGKey(key))
 
 
 def versions() -> dict:

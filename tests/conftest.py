@@ -57,3 +57,20 @@ def key():
 def num_devices():
     """The number of local devices (8 simulated CPU devices unless a backend was preset)."""
     return jax.local_device_count()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Work units for pytest-xdist's ``--dist loadgroup``: one group per test file (module-level
+    caches and compiled programs stay in one worker, as with ``loadfile``), except the property
+    matrix of ``tests/test_contract.py``, grouped per case (all the checks of one case share its
+    cached runs), so that the largest file spreads over the workers; and one group per
+    notebook."""
+    del config
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        group = path
+        if path.endswith("test_contract.py") and "[" in item.nodeid:
+            group = item.nodeid.rsplit("-", 1)[0]  # test_contract[<case>-<check>]
+        elif path.endswith("test_notebooks.py") and "[" in item.nodeid:
+            group = item.nodeid
+        item.add_marker(pytest.mark.xdist_group(group))

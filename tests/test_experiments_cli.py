@@ -160,3 +160,46 @@ def test_record_claims_only_when_asked(tmp_path, monkeypatch):
     assert payload["known_failing"] == ["loss_ratio_m_plus_adam_vs_adam_fp8"]
     # the catalog reads the record (and the experiment still documents that miss)
     assert catalog.recorded_claims(catalog.get("m_plus_adam"), tmp_path) == "known"
+
+
+def test_quick_results_reused_only_for_identical_source(tmp_path, monkeypatch):
+    import jax.numpy as jnp
+
+    calls = []
+
+    def run(cfg, key):
+        calls.append(int(key[-1]))  # PRNGKey(k) = [0, k]
+        return {"loss": jnp.arange(3.0) + len(calls)}
+
+    exp = types.SimpleNamespace(SLUG="m_plus_adam", TITLE="t", QUICK=_Cfg(), run=run)
+    monkeypatch.delenv(common.REUSE_ENV, raising=False)
+    fresh = common.quick_results(exp, root=tmp_path)  # nothing recorded: runs
+    assert calls == [0] and float(fresh["loss"][0]) == 1.0
+    monkeypatch.setenv(common.RECORD_ENV, "1")
+    common.record_claims(exp, exp.QUICK, 0, [], quick=True, results={"loss": jnp.arange(3.0)},
+                         root=tmp_path)
+    assert (tmp_path / "runs" / "m_plus_adam-quick" / "quick_results.pkl").is_file()
+    # recorded, but reuse not asked for: runs again
+    common.quick_results(exp, root=tmp_path)
+    assert len(calls) == 2
+    monkeypatch.setenv(common.REUSE_ENV, "1")
+    reused = common.quick_results(exp, root=tmp_path)
+    assert len(calls) == 2
+    np.testing.assert_array_equal(np.asarray(reused["loss"]), [0.0, 1.0, 2.0])
+    # another key, or another config, has another fingerprint: runs
+    common.quick_results(exp, key=1, root=tmp_path)
+    assert calls[-1] == 1 and len(calls) == 3
+    exp.QUICK = _Cfg(seeds=3)
+    common.quick_results(exp, root=tmp_path)
+    assert len(calls) == 4
+    assert (common.source_fingerprint(_Cfg(), 0) != common.source_fingerprint(_Cfg(seeds=3), 0)
+            != common.source_fingerprint(_Cfg(seeds=3), 1))
+    # any edit of a source file changes the fingerprint (a stand-in source tree)
+    for package in ("jaxopt_icml", "experiments"):
+        (tmp_path / "src" / package).mkdir(parents=True)
+        (tmp_path / "src" / package / "mod.py").write_text("x = 1\n")
+    monkeypatch.setattr(common, "repo_root", lambda: tmp_path / "src")
+    before = common.source_fingerprint(_Cfg(), 0)
+    assert common.source_fingerprint(_Cfg(), 0) == before
+    (tmp_path / "src" / "jaxopt_icml" / "mod.py").write_text("x = 2\n")
+    assert common.source_fingerprint(_Cfg(), 0) != before

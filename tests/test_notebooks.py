@@ -121,3 +121,13 @@ def test_update_markdown_falls_back_to_the_first_display_equation():
     cells = {c["id"]: "".join(c["source"])
              for c in json.loads(notebooks.render("goma", exp))["cells"]}
     assert cells["methods-md"] == "## The methods\n\n$$x = y$$"
+
+
+def test_kernel_environment_drops_the_simulated_device_count(monkeypatch):
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_foo=1 --xla_force_host_platform_device_count=8")
+    monkeypatch.delenv(notebooks.QUICK_ENV, raising=False)
+    env = notebooks._kernel_environment(quick=True)
+    assert env["XLA_FLAGS"] == "--xla_cpu_foo=1" and env[notebooks.QUICK_ENV] == "1"
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+    env = notebooks._kernel_environment(quick=False)
+    assert "XLA_FLAGS" not in env and notebooks.QUICK_ENV not in env

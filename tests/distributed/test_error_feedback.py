@@ -236,8 +236,9 @@ def test_quick_claims():
     claims at 1e-15 (tolerance 1e-6), step margin 0.009, CGD below EF by 1e-3, Lyapunov
     ratios <= 0.997, gradient bound ratio 0.65, fitted rates <= 0.993 rho."""
     import experiments.error_feedback as exp
+    from experiments import common
 
-    results = exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    results = common.quick_results(exp)
     checked = theory.check(exp.CLAIMS, results)
     assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
     failed = [c for c in checked if not c.passed]

@@ -289,9 +289,9 @@ def test_errors():
 
 @pytest.mark.claims
 def test_claims_quick():
+    from experiments import common
     from experiments import push_pull_bilevel as exp
-
-    results = exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    results = common.quick_results(exp)
     known = set(getattr(exp, "KNOWN_FAILING", ()))
     failed = [r for r in theory.check(exp.CLAIMS, results) if not r.passed and r.name not in known]
     assert not failed, failed

@@ -347,7 +347,9 @@ def test_claims_quick():
     fraction 1.0 vs 0.8; stochastic slope -0.94 vs -0.4; contrast 1.0 vs 0.9. The fixed key
     makes the test deterministic (no false-failure rate beyond numerical changes)."""
     exp = _experiment()
-    results = exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    from experiments import common
+
+    results = common.quick_results(exp)
     checked = theory.check(exp.CLAIMS, results)
     failed = [r for r in checked if not r.passed]
     assert not failed, theory.format_claims(checked)

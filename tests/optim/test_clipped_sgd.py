@@ -309,8 +309,9 @@ def test_finite_sum_problems_constants():
 @functools.lru_cache(maxsize=1)
 def _quick_results():
     import experiments.clipped_sgd as exp
+    from experiments import common
 
-    return exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    return common.quick_results(exp)
 
 
 @pytest.mark.claims

@@ -329,8 +329,9 @@ def test_quick_claims():
     """QUICK config, PRNGKey(0): every claim passes. Deterministic given the key; the margins
     (and what they were at other keys) are in the claims' sources and the module docstring."""
     import experiments.delayed_muon as exp
+    from experiments import common
 
-    results = exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    results = common.quick_results(exp)
     checked = theory.check(exp.CLAIMS, results)
     assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
     failed = [c for c in checked if not c.passed]

@@ -497,8 +497,9 @@ def test_static_settings_are_keyword_only():
 @functools.lru_cache(maxsize=1)
 def _quick_results():
     import experiments.deva as exp
+    from experiments import common
 
-    return exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    return common.quick_results(exp)
 
 
 @pytest.mark.claims

@@ -446,8 +446,9 @@ def test_formats_listed():
 @functools.lru_cache(maxsize=1)
 def _quick_results():
     import experiments.m_plus_adam as exp
+    from experiments import common
 
-    return exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    return common.quick_results(exp)
 
 
 @pytest.mark.claims

@@ -397,8 +397,9 @@ def test_quick_claims():
     """QUICK config, key 0: every claim passes (fixed seeds: deterministic; margins in the
     claims' sources). The MC ratios also agree with the exact ones."""
     import experiments.momentum_tracking as exp
+    from experiments import common
 
-    results = exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    results = common.quick_results(exp)
     checked = theory.check(exp.CLAIMS, results)
     assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
     failed = [c for c in checked if not c.passed]

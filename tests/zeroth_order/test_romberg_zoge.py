@@ -395,8 +395,9 @@ def test_rejects_bad_arguments(call, name):
 @functools.lru_cache(maxsize=1)
 def _quick_results():
     import experiments.romberg_zoge as exp
+    from experiments import common
 
-    return exp.run(exp.QUICK, jax.random.PRNGKey(0))
+    return common.quick_results(exp)
 
 
 @pytest.mark.claims

@@ -356,7 +356,9 @@ def _quick_results():
     import experiments.zo_entk as exp
 
     with jax.enable_x64(False):  # as `python -m experiments run zo_entk --quick` runs it
-        return exp.run(exp.QUICK, jax.random.PRNGKey(0))
+        from experiments import common
+
+        return common.quick_results(exp)
 
 
 @pytest.mark.claims
