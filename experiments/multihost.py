@@ -73,7 +73,7 @@ def _from_experiment(slug: str) -> Callable:
 CASES: dict[str, Callable] = {
     "parallel_sgd": _parallel_sgd,
     **{slug: _from_experiment(slug)
-       for slug in ("error_feedback", "dream", "push_pull_bilevel")},
+       for slug in ("error_feedback", "dream", "push_pull_bilevel", "ho_sfl")},
 }
 
 

@@ -118,6 +118,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from experiments import common
 from jaxopt_icml import base, theory
 from jaxopt_icml.zeroth_order.zo_entk import (
     OutputLoss,
@@ -394,10 +395,8 @@ def _programs(cfg: Config):
     """The two compiled programs: claims 1-3 in float32 from the run key (it also returns the
     problems and keys of claim 4), and claim 4 in float64 (run it under ``enable_x64``)."""
     opts = {} if cfg.opt_level is None else {"xla_backend_optimization_level": cfg.opt_level}
-    # the classic (non-MLIR) CPU fusion emitters compile these programs about twice as fast (a
-    # CPU-only XLA option: GPU/TPU runtimes compile with their defaults)
-    if jax.default_backend() == "cpu":
-        opts["xla_cpu_use_fusion_emitters"] = False
+    # the classic CPU emitters compile these programs about twice as fast (CPU only)
+    opts.update(common.fast_cpu_compile_options())
 
     def kernels(key):
         keys = jax.random.split(jax.random.fold_in(key, SALT), cfg.seeds)

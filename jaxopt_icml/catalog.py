@@ -90,6 +90,8 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
               "multitask_least_squares"),
     "push_pull_bilevel": ("push_pull", "fab", "distributed_gradient_descent", "push_pull_agent",
                           "fab_agent", "BilevelPoint"),
+    "ho_sfl": ("ho_sfl", "fo_sfl", "zo_fl", "ho_sfl_worker", "fo_sfl_worker", "zo_fl_worker",
+               "client_zo_deltas", "split_loss", "make_split_data", "SplitState"),
 }
 
 # What every experiment module defines (see CONVENTIONS.md section 8).

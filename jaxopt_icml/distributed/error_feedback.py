@@ -301,11 +301,17 @@ def tight_rate(mu: float, L: float, delta: float) -> float:
     proof (``certificates/EF21/upper_bound_CAS.wls``), see the module docstring.
 
     Args:
-      mu, L: ``0 < mu <= L`` (the class bounds of every agent).
+      mu, L: ``0 < mu <= L`` (the class bounds of every agent; scalars).
       delta: contraction parameter in ``(0, 1]``.
+
+    Raises:
+      ValueError: out-of-range ``mu``, ``L`` or ``delta``, or per-agent sequences.
     """
     d = _check_delta(delta)
     _mean_sum(mu, L)
+    if np.ndim(mu) or np.ndim(L):  # the certified rate is for one (mu, L) class
+        raise ValueError(f"tight_rate takes scalar mu and L (the class bounds), got mu={mu!r}, "
+                         f"L={L!r}")
     mu, L = float(mu), float(L)
     s = math.sqrt(1.0 - d)
     eta = 2.0 / (L + mu) * (1.0 - s) / (1.0 + s)

@@ -168,9 +168,11 @@ def _bits(tree) -> jax.Array:
                            for a in jax.tree.leaves(tree)), jnp.float32)
 
 
-def _out_degree(column) -> jax.Array:
-    """Out-neighbours of the agent owning ``column`` (nonzero off-diagonal entries)."""
-    return (jnp.sum(column != 0) - 1).astype(jnp.float32)
+def _out_degree(column, i) -> jax.Array:
+    """Out-neighbours of agent ``i``, the owner of ``column``: its nonzero entries other than
+    the diagonal one (which may be zero: an agent need not keep a share of its own value)."""
+    others = jnp.arange(column.shape[0]) != i
+    return jnp.sum((column != 0) & others).astype(jnp.float32)
 
 
 def _weights(graph, count, axis_name):
@@ -207,8 +209,9 @@ def _tracked_step(point, tracker, prev, new, steps, count, graph, mixing, axis_n
         lambda a, s, eta: (a.astype(s.dtype) - eta.astype(s.dtype) * s).astype(a.dtype),
         point, tracker, steps)
     point = _pull(sent, row, axis_name)
-    push_bits = jnp.where(count > 0, _out_degree(push_col) * _bits(tracker), 0.0)
-    bits = _out_degree(pull_col) * _bits(sent) + push_bits
+    i = lax.axis_index(axis_name)
+    push_bits = jnp.where(count > 0, _out_degree(push_col, i) * _bits(tracker), 0.0)
+    bits = _out_degree(pull_col, i) * _bits(sent) + push_bits
     return point, tracker, bits
 
 
@@ -342,7 +345,8 @@ def distributed_gradient_descent_agent(learning_rate, *, graph: GraphSequence,
             .astype(m.dtype), mixed, g)
         xbar, consensus = _consensus_info(x, axis_name)
         info = {"oracle_calls": jnp.asarray(1, jnp.int32),
-                "bits_sent": _out_degree(pull_col) * _bits(state.x),
+                "bits_sent": _out_degree(pull_col, lax.axis_index(axis_name))
+                * _bits(state.x),
                 "consensus_error": consensus}
         return base.Step(x=xbar, info=info), state._replace(x=x, grad=g, count=state.count + 1)
 

@@ -218,6 +218,7 @@ def test_mesh_equals_simulation():
     (lambda: E.optimal_step_size(0.5, 1.0, 0.5, "sgd"), "method"),
     (lambda: E.optimal_step_size(2.0, 1.0, 0.5), "mu"),
     (lambda: E.tight_rate(0.0, 1.0, 0.5), "mu"),
+    (lambda: E.tight_rate([0.5, 0.5], [1.0, 2.0], 0.5), "scalar"),
     (lambda: E.lyapunov_ef(jnp.zeros(2), jnp.zeros((1, 2)), 1.0), "delta"),
     (lambda: E.rotation_spectral_radius("cgd", 0.1, 0.5, [[1.0, 1.0]], [[0.0, 0.0]]), "cgd"),
     (lambda: E.ef(C.top_k(1), 0.1, num_workers=2, mesh="cpu"), "mesh"),

@@ -275,6 +275,18 @@ def test_bits_and_oracle_calls():
     np.testing.assert_allclose(np.asarray(tr["penalty"]), [1.0, 2.0, 3.0, 4.0], rtol=1e-6)
 
 
+def test_bits_count_off_diagonal_neighbours_only():
+    """A directed ring without self-weights (zero diagonal, doubly stochastic): every agent has
+    exactly one out-neighbour, so each step's pull message goes over N edges."""
+    ring = np.roll(np.eye(N, dtype=np.float32), 1, axis=1)
+    graph = GraphSequence(row=jnp.asarray(ring[None]), col=jnp.asarray(ring[None]))
+    x0, oracle = _tree_problem(None, jnp.float32)
+    _, tr = _jit_run(push_pull(0.1, graph=graph, num_workers=N), 2)(x0, oracle)
+    size = 3 + 4 + 1
+    np.testing.assert_array_equal(np.asarray(tr["bits_sent"]),
+                                  [32 * size * N, 2 * 32 * size * N])
+
+
 def test_errors():
     bad = GRAPH.replace(col=GRAPH.row)  # row-stochastic only: not a valid push matrix
     with pytest.raises(ValueError, match="graph.col"):
