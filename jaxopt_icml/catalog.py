@@ -61,6 +61,8 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
         "goma", "scale_by_goma", "goma_stochastic", "extragradient", "ogda", "popov", "eag_c",
         "feg", "anchored_popov", "dseg", "sgda",
     ),
+    "stochastic_vi": ("stochastic_fbf", "relaxed_fbf", "residual", "box_prox",
+                      "minibatch_operator", "linear_batches", "StochasticFBFState"),
     "multistep_sam": ("multistep_sam", "scale_by_multistep_sam"),
     "m_plus_adam": ("m_plus_adam", "madam", "round_to_format", "quantize", "dequantize",
                     "tensor_scale"),
