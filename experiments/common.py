@@ -191,8 +191,13 @@ def record_claims(exp, cfg, key: int, claims, *, quick: bool, results=None,
             blob = pickle.dumps({"fingerprint": stamp, "results": results})
         except Exception:  # noqa: BLE001 - results that do not pickle are simply not reused
             blob = None
-        if blob is not None:
-            (out / _RESULTS_PICKLE).write_bytes(blob)
+        target = out / _RESULTS_PICKLE
+        if blob is None:
+            target.unlink(missing_ok=True)  # never leave an older run's results behind
+        else:
+            tmp = target.with_suffix(".tmp")
+            tmp.write_bytes(blob)
+            os.replace(tmp, target)  # atomic: a killed kernel leaves no truncated file
     return path
 
 
@@ -215,7 +220,9 @@ def source_fingerprint(cfg, key: int) -> str:
                    if not f.startswith("--xla_force_host_platform_device_count"))
     meta = {"config": repr(cfg), "key": int(key), "versions": versions(),
             "x64": bool(jax.config.jax_enable_x64),
-            "rank_promotion": str(jax.config.jax_numpy_rank_promotion), "xla_flags": flags}
+            "rank_promotion": str(jax.config.jax_numpy_rank_promotion), "xla_flags": flags,
+            "backend": jax.default_backend(), "device_kind": jax.devices()[0].device_kind,
+            "numpy": np.__version__}
     h.update(json.dumps(meta, sort_keys=True).encode())
     return h.hexdigest()
 
@@ -239,8 +246,11 @@ def quick_results(exp, key: int = 0, root=None):
         if os.environ.get(REUSE_ENV) == "1":
             root = repo_root() if root is None else Path(root)
             path = root / "runs" / f"{exp.SLUG}-quick" / _RESULTS_PICKLE
-            if path.is_file():
-                stored = pickle.loads(path.read_bytes())
+            try:
+                stored = pickle.loads(path.read_bytes()) if path.is_file() else {}
+            except Exception:  # noqa: BLE001 - an unreadable record is simply not reused
+                stored = {}
+            if stored:
                 if stored.get("fingerprint") == source_fingerprint(exp.QUICK, key):
                     return stored["results"]
         return exp.run(exp.QUICK, jax.random.PRNGKey(key))
