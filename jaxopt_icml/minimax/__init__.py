@@ -1,7 +1,9 @@
 """Min-max optimisation and monotone variational inequalities.
 
 Field-consuming ``optax`` transformations: pass ``F(z)`` as ``updates`` and ``z`` as ``params``;
-oracle-driven pairs (``base.OracleAlgorithm``) for stochastic VIs: minibatch FBF.
+oracle-driven pairs (``base.OracleAlgorithm``): minibatch FBF for stochastic VIs, projection-free
+saddle-point methods by dual dynamic smoothing (with LMOs and projections for common sets), the
+stochastic primal-dual robust gate for modular generative models.
 """
 
 from jaxopt_icml.minimax.baselines import (
@@ -19,7 +21,52 @@ from jaxopt_icml.minimax.baselines import (
     popov,
     sgda,
 )
+from jaxopt_icml.minimax.dual_smoothing import (
+    DualSmoothingState,
+    MatrixGame,
+    dual_dynamic_smoothing,
+    fw_gap,
+    fw_gda,
+    power_step,
+    projected_gda,
+)
+from jaxopt_icml.minimax.gate_routing import distill_router, responsibilities, routed_log_density
 from jaxopt_icml.minimax.goma import GomaState, goma, goma_stochastic, scale_by_goma
+from jaxopt_icml.minimax.lmo import (
+    box_lmo,
+    box_projection,
+    l1_ball_lmo,
+    l1_ball_projection,
+    l2_ball_lmo,
+    l2_ball_projection,
+    nuclear_ball_lmo,
+    nuclear_ball_projection,
+    project_simplex,
+    simplex_lmo,
+    simplex_projection,
+)
+from jaxopt_icml.minimax.robust_gate import (
+    CapacityResult,
+    GateBatch,
+    GridMixture,
+    RobustGateState,
+    capacity_blahut_arimoto,
+    constant_log_gate,
+    domain_kl,
+    exponentiated_gradient_step,
+    gated_log_density,
+    grid_log_gaussian,
+    grid_log_model,
+    log_normalizer,
+    rbf_log_gate,
+    robust_gate_primal_dual,
+)
+from jaxopt_icml.minimax.smoothing_baselines import (
+    ProjectedEGState,
+    SmoothedAGDAState,
+    projected_extragradient,
+    smoothed_agda,
+)
 from jaxopt_icml.minimax.stochastic_vi import (
     StochasticFBFState,
     box_prox,
@@ -33,26 +80,65 @@ from jaxopt_icml.minimax.stochastic_vi import (
 __all__ = [
     "AnchorState",
     "AnchoredPopovState",
+    "CapacityResult",
     "CountState",
+    "DualSmoothingState",
+    "GateBatch",
     "GomaState",
+    "GridMixture",
+    "MatrixGame",
     "OptimisticState",
     "PopovState",
+    "ProjectedEGState",
+    "RobustGateState",
+    "SmoothedAGDAState",
     "StochasticFBFState",
     "anchored_popov",
+    "box_lmo",
+    "box_projection",
     "box_prox",
+    "capacity_blahut_arimoto",
+    "constant_log_gate",
+    "distill_router",
+    "domain_kl",
     "dseg",
+    "dual_dynamic_smoothing",
     "eag_c",
+    "exponentiated_gradient_step",
     "extragradient",
     "feg",
+    "fw_gap",
+    "fw_gda",
+    "gated_log_density",
     "goma",
     "goma_stochastic",
+    "grid_log_gaussian",
+    "grid_log_model",
+    "l1_ball_lmo",
+    "l1_ball_projection",
+    "l2_ball_lmo",
+    "l2_ball_projection",
     "linear_batches",
+    "log_normalizer",
     "minibatch_operator",
+    "nuclear_ball_lmo",
+    "nuclear_ball_projection",
     "ogda",
     "popov",
+    "power_step",
+    "project_simplex",
+    "projected_extragradient",
+    "projected_gda",
+    "rbf_log_gate",
     "relaxed_fbf",
     "residual",
+    "responsibilities",
+    "robust_gate_primal_dual",
+    "routed_log_density",
     "scale_by_goma",
     "sgda",
+    "simplex_lmo",
+    "simplex_projection",
+    "smoothed_agda",
     "stochastic_fbf",
 ]
