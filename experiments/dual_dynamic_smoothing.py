@@ -611,7 +611,7 @@ CLAIMS = (
     theory.Claim("v3_game_value_error", game_value_error, "<=", 0.02,
                  "spec claim 1: |x_avg^T A y_avg - linprog value|, max over seeds"),
     theory.Claim("robust_v1_min_fw_gap", robust_min_gap, "<=", 0.05,
-                 "spec claim 2: max over seeds of min_{k<=5000} FW gap (V1; QUICK 2000 steps)"),
+                 "spec claim 2: max over seeds of min_{k<=5000} FW gap (V1; QUICK 1000 steps)"),
     theory.Claim("robust_v3_min_fw_gap", functools.partial(robust_min_gap, kind="V3"), "<=",
                  0.05, "spec claim 2: the same for V3"),
     theory.Claim("robust_v1_min_fw_gap_relative", robust_min_gap_relative, "<=", 0.05,

@@ -68,8 +68,9 @@ uniform gate is already nearly robust (a trial with $\mu\sim U[-4,4]^3$: ratio 0
 16 seeds). The log-gate is bounded ($|h|\le 3$): with an unbounded gate and $S = 64$ the
 sampled normalizer misses regions where the experts have almost no mass, the gate grows there
 and the true $Z$ reached $e^{5}$-$e^{9}$ on 7 of 16 seeds in a trial (the spec's pitfall); with
-the bound the result matches the exact-$Z$ run. The Lagrange runs start from a normalized gate
-and use $c = 0.1$, $\rho = 1$, $\mu_0 = 1$ (the KKT value), $\mu$ projected on $\mu \ge 0$: from
+the bound the result matches the exact-$Z$ run. The Lagrange runs start from a nearly
+normalized gate ($h = 3\tanh(-\log k/3)$, $Z \approx 1.05$) and use $c = 0.1$, $\rho = 1$,
+$\mu_0 = 1$ (the KKT value), $\mu$ projected on $\mu \ge 0$: from
 an unnormalized start, without the projection or with $c = 1$ the multiplier overshoots and
 $\lambda$ collapses to a vertex for thousands of steps. Gate learning rate $0.005$ (0.01 left
 duality gaps up to 0.013); $0.01$ for the constant gates of claim 1.
@@ -82,14 +83,19 @@ beats every baseline on every seed (QUICK 8/8, FULL 32/32); median worst KL (FUL
 (robust, Lagrange), 0.740 (divide), 0.791 (router), 0.846 (argmax expert), 0.857 (capacity
 gate), 0.868 (2-GMM), 0.911 (Group-DRO), 0.926 (uniform), 1.015 (Gaussian); median ratio
 robust/uniform 0.81 (QUICK) / 0.79 (FULL). The spec's per-seed 10% margin holds on 7/8
-(QUICK) and 27/32 (FULL) seeds only: on 1 (QUICK) and 3 (FULL) seeds the weak-duality lower
-bound $\min_\theta\bar\lambda^\top L(\theta) + \bar\lambda^\top\mathrm{KL}(D_j\|p_j)$ on the
-worst-case KL of *any* gate in the class is already above $0.9\times$ uniform (the robust gate
-is within 0.05 nats of that bound on every seed), so the margin is infeasible there, not missed
-by the algorithm. Claim 3: gap $\le 0.0047$ (QUICK) / $0.0067$ (FULL); divide mode 0.0046 /
-0.0107. Claim 4: $|Z - 1|\le 0.0027$ (QUICK) / $0.0057$ (FULL); the error is one-sided
-($Z < 1$): the normalizer is convex in $\theta$, so averaging fluctuating parameters lowers it
-(Jensen). Claim 5: the router agrees with the responsibilities' argmax on all but $10^{-6}$ of
+(QUICK) and 27/32 (FULL) seeds only: on 1 (QUICK) and 3 (FULL) seeds the class's weak-duality
+lower estimate $\min_\theta\bar\lambda^\top L(\theta) + \bar\lambda^\top\mathrm{KL}(D_j\|p_j)$
+is already above $0.9\times$ uniform (the robust gate is within 0.05 nats of it on every seed).
+That estimate uses a local inner minimum (Adam on a nonconvex parametrisation), so it is not a
+certificate; the certified bound for any model (Blahut-Arimoto on the true domains, which
+every model's worst-case KL must exceed and which the test checks) is printed beside it: at
+QUICK it rules the margin out on 1 of 8 seeds (the same seed; the robust gate ends within
+$6\cdot10^{-4}$ nats of it there); FULL was not re-run with it. Claim 3: gap $\le 0.0047$ (QUICK) / $0.0067$ (FULL); divide
+mode 0.0046 / 0.0107 (a lower estimate: the inner minimum is Adam's, from $\bar\theta$).
+Claim 4: $|Z - 1|\le 0.0027$ (QUICK) / $0.0057$ (FULL); the error is one-sided
+($Z < 1$), plausibly because averaging fluctuating parameters lowers a normalizer that is
+convex in the unbounded log-gate's parameters (Jensen; with the $\tanh$ bound only
+approximately). Claim 5: the router agrees with the responsibilities' argmax on all but $10^{-6}$ of
 $p_g$'s mass (median) and keeps 63% (QUICK) / 71% (FULL) of the gain (median worst KL 8% above
 the gate's); keeping only the expert's shape inside each region (no gate value) keeps less
 (median 0.820 vs 0.791).
@@ -342,6 +348,11 @@ def _program(cfg: Config, probs, keys):
             logq_robust = ev["logq"]
 
     # KL(D_j || p_j): true KL = proxy + this constant, per domain
+    # certified lower bound on the worst-case true KL of ANY model q (gated or not):
+    # max_j KL(D_j || q) >= sum_j lam_j KL(D_j || q) >= I(lam) for every lam (weak duality),
+    # and Blahut-Arimoto's I(lam) on the true domains is such a value (<= their capacity)
+    out["certified_bound"] = jax.vmap(
+        lambda p: rg.capacity_blahut_arimoto(jnp.exp(p.log_domains)).capacity)(mis)
     out["expert_kl"] = jax.vmap(lambda p: jnp.sum(
         jnp.exp(p.log_domains) * (p.log_domains - p.log_experts), -1))(mis)
     # baselines
@@ -452,15 +463,23 @@ def median_ratio_uniform(r):
     return float(np.median(_worst_np(r, "lagrange") / _worst_np(r, "uniform")))
 
 
-def lower_bound(r):
-    """Weak duality: any gate of the class has true worst-case KL >= min_th lam^T L(th) +
-    lam^T KL(D_j || p_j) (true KL = proxy + KL(D_j || p_j)), at lam = the averaged lam."""
+def lower_estimate(r):
+    """Weak duality within the gate class, ESTIMATED: a gate of the class has true worst-case
+    KL >= min_th lam^T L(th) + lam^T KL(D_j || p_j) (true KL = proxy + KL(D_j || p_j)), at
+    lam = the averaged lam. The inner minimum comes from Adam on a nonconvex parametrisation
+    (a local minimum), so this is an estimate of the class's bound, not a certified bound."""
     return r["lagrange_inner"] + np.sum(r["lagrange_lam"] * r["expert_kl"], -1)
 
 
-def margin_infeasible_seeds(r):
-    """Seeds where even the lower bound exceeds 0.9 x the uniform gate's worst KL."""
-    return float(np.sum(lower_bound(r) > 0.9 * _worst_np(r, "uniform")))
+def margin_infeasible_seeds_estimated(r):
+    """Seeds where the (local) class lower estimate exceeds 0.9 x the uniform gate's worst KL."""
+    return float(np.sum(lower_estimate(r) > 0.9 * _worst_np(r, "uniform")))
+
+
+def margin_infeasible_seeds_certified(r):
+    """Seeds where the certified bound for ANY model (the true domains' Blahut-Arimoto value)
+    exceeds 0.9 x the uniform gate's worst KL."""
+    return float(np.sum(np.asarray(r["certified_bound"]) > 0.9 * _worst_np(r, "uniform")))
 
 
 def win_rate_group_dro(r):
@@ -494,9 +513,10 @@ CLAIMS = (
     theory.Claim("robust_beats_uniform_and_mle", win_rate_uniform_and_mle, ">=", 0.9,
                  "spec claim 2 as stated: fraction of seeds with worst KL <= 0.9 x uniform gate "
                  "and <= the better monolithic MLE (Gaussian, 2-GMM); KNOWN_FAILING"),
-    # recalibrated companions of claim 2: the per-seed 10% margin over the uniform gate is
-    # infeasible for ANY gate of the class on some seeds (margin_infeasible_seeds), so the
-    # margin is checked on the median and the per-seed claim against every baseline
+    # recalibrated companions of claim 2: on some seeds the per-seed 10% margin over the
+    # uniform gate looks out of reach for the gate class (margin_infeasible_seeds_estimated, a
+    # local estimate, not certified), so the margin is checked on the median and the per-seed
+    # claim against every baseline
     theory.Claim("robust_beats_all_baselines", win_rate_all_baselines, ">=", 0.9,
                  "spec claim 2 recalibrated: fraction of seeds with worst KL <= every baseline "
                  "(uniform, capacity gate, Gaussian, 2-GMM, Group-DRO, argmax expert)"),
@@ -505,7 +525,9 @@ CLAIMS = (
     theory.Claim("robust_beats_group_dro", win_rate_group_dro, ">=", 0.9,
                  "added: fraction of seeds with worst KL <= Group-DRO Gaussian"),
     theory.Claim("duality_gap", max_gap, "<=", 0.01,
-                 "spec claim 3: max over seeds of max_j L_j(th_avg) - min_th lam_avg^T L(th)"),
+                 "spec claim 3: max over seeds of max_j L_j(th_avg) - min_th lam_avg^T L(th); "
+                 "the inner min is Adam's (local) minimum from th_avg, 2000 steps (QUICK 1000), "
+                 "so the measured gap is a lower estimate of the true gap"),
     theory.Claim("normalization_error", max_norm_error, "<=", 0.01,
                  "spec claim 4: max over seeds |Z(th_avg) - 1| on the grid (Lagrange mode)"),
     theory.Claim("routed_retains_gain", retained_gain, ">=", 0.5,
@@ -516,9 +538,12 @@ CLAIMS = (
 # Spec claim 2 as stated (per seed: <= 0.9 x uniform gate and <= monolithic MLE, on >= 90% of
 # seeds) does not reproduce: 0.875 at QUICK (7 of 8 seeds), 0.84 at FULL (27 of 32). The
 # robust gate beats the uniform gate, the capacity gate and every monolithic baseline on every
-# seed; the failures are seeds where the uniform gate is already within 10% of the optimum:
-# there the weak-duality lower bound (`lower_bound`) on the worst-case KL of ANY gate of the
-# class is above 0.9 x uniform (1 seed at QUICK, 3 at FULL: `margin_infeasible_seeds`).
+# seed; the failures are seeds where the uniform gate is already close to the best gate found:
+# there the class's weak-duality lower ESTIMATE (`lower_estimate`, from a local inner minimum,
+# not certified) is above 0.9 x uniform (1 seed at QUICK, 3 at FULL:
+# `margin_infeasible_seeds_estimated`). The certified bound for any model (the true domains'
+# Blahut-Arimoto value, `margin_infeasible_seeds_certified`) rules the margin out on 1 of the 8
+# QUICK seeds (FULL not re-run with it).
 KNOWN_FAILING = ("robust_beats_uniform_and_mle",)
 
 
@@ -538,9 +563,14 @@ def summarize(results) -> dict:
     out["router agreement (p_g mass) median"] = float(np.median(r["router_agreement"]))
     out["worst KL median [routed, expert shape only]"] = float(np.median(
         _worst_np(r, "routed_plain")))
-    out["seeds where a 10% margin over uniform is infeasible"] = margin_infeasible_seeds(r)
-    out["robust - lower bound, max over seeds"] = float(np.max(
-        _worst_np(r, "lagrange") - lower_bound(r)))
+    out["seeds where a 10% margin over uniform looks infeasible (class, local estimate)"] = (
+        margin_infeasible_seeds_estimated(r))
+    out["seeds where it is certified infeasible (any model)"] = (
+        margin_infeasible_seeds_certified(r))
+    out["robust - class lower estimate, max over seeds"] = float(np.max(
+        _worst_np(r, "lagrange") - lower_estimate(r)))
+    out["robust - certified bound, min over seeds"] = float(np.min(
+        _worst_np(r, "lagrange") - np.asarray(r["certified_bound"])))
     out["duality gap max [divide]"] = float(np.max(r["divide_gap"]))
     for c in theory.check(CLAIMS, r):
         out[f"claim {c.name}"] = c.value

@@ -206,6 +206,8 @@ class GridMixture(struct.PyTreeNode):
 
     def batch(self, key) -> GateBatch:
         """Samples (or exact weights) for one step; one key, split once."""
+        check_static_int("batch_size", self.batch_size, low=0)
+        check_static_int("norm_batch_size", self.norm_batch_size, low=0)
         k, n = self.log_domains.shape
         m = self.log_experts.shape[0]
         kd, kn = jax.random.split(key)
@@ -284,7 +286,9 @@ def domain_kl(log_domains, log_model, log_reference=None):
     """``E_{D_j}[log r_j - log q]`` on the grid for every domain: the true
     ``KL(D_j || q)`` when ``log_reference`` is ``None`` (``r_j = D_j``), else the proxy loss."""
     ref = log_domains if log_reference is None else log_reference
-    return jnp.sum(jnp.exp(log_domains) * (ref - log_model[None, :]), axis=-1)
+    mass = jnp.exp(log_domains)
+    # 0 log 0 = 0: grid points without domain mass contribute nothing (not 0 * -inf = NaN)
+    return jnp.sum(jnp.where(mass > 0, mass * (ref - log_model[None, :]), 0.0), axis=-1)
 
 
 # --------------------------------------------------------------------------- primal-dual
@@ -381,8 +385,11 @@ def robust_gate_primal_dual(gate_apply: Callable, n_domains: int,
     oscillation of ``(Z, mu)``; both were needed for stable runs.
 
     Theory: in ``g`` the game is convex-concave (``-log`` of a linear function of ``g`` against
-    a linear function of ``lam``), so averaged iterates of no-regret players approach a saddle
-    point; with perfect experts and constant gates the value is the channel capacity
+    a linear function of ``lam``), so averaged iterates of no-regret players IN ``g``-SPACE
+    approach a saddle point. This update runs the optimizer on ``theta`` and averages ``theta``
+    (for constant gates, a geometric mean of ``g``; for a bounded RBF gate nothing is convex),
+    so the guarantee does not transfer: here it is a heuristic whose gap is measured; with
+    perfect experts and constant gates the value is the channel capacity
     (:func:`capacity_blahut_arimoto`). Checked by the claims ``capacity_identity_*``,
     ``capacity_lam_*``, ``duality_gap`` and ``normalization_error`` of
     ``experiments/modular_gating.py`` and by ``tests/minimax/test_modular_gating.py`` (a NumPy
