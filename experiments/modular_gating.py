@@ -90,7 +90,8 @@ That estimate uses a local inner minimum (Adam on a nonconvex parametrisation), 
 certificate; the certified bound for any model (Blahut-Arimoto on the true domains, which
 every model's worst-case KL must exceed and which the test checks) is printed beside it: at
 QUICK it rules the margin out on 1 of 8 seeds (the same seed; the robust gate ends within
-$6\cdot10^{-4}$ nats of it there); FULL was not re-run with it. Claim 3: gap $\le 0.0047$ (QUICK) / $0.0067$ (FULL); divide
+$6\cdot10^{-4}$ nats of it there); FULL was not re-run with it. Claim 3: gap $\le 0.0047$
+(QUICK) / $0.0067$ (FULL); divide
 mode 0.0046 / 0.0107 (a lower estimate: the inner minimum is Adam's, from $\bar\theta$).
 Claim 4: $|Z - 1|\le 0.0027$ (QUICK) / $0.0057$ (FULL); the error is one-sided
 ($Z < 1$), plausibly because averaging fluctuating parameters lowers a normalizer that is
