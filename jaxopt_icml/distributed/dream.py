@@ -37,6 +37,9 @@ from jaxopt_icml.hyperparams import (
     compute_dtype,
 )
 
+# one sort-based simplex projection for the library (unit mass here), re-exported as DREAM's
+from jaxopt_icml.minimax.lmo import project_simplex
+
 __all__ = [
     "DreamState",
     "MultiTaskLeastSquares",
@@ -59,19 +62,6 @@ TRAJECTORIES = ("shared", "per_task")
 
 
 # --------------------------------------------------------------------------- server QP
-
-
-def project_simplex(v: jax.Array) -> jax.Array:
-    """Euclidean projection of ``v`` (shape ``(M,)``) onto the probability simplex (sort-based:
-    ``max(v - theta, 0)`` with ``theta`` from the largest ``rho`` with
-    ``u_rho > (sum_{j<=rho} u_j - 1) / rho``, ``u`` sorted decreasingly)."""
-    u = jnp.sort(v)[::-1]
-    css = jnp.cumsum(u)
-    k = jnp.arange(1, v.shape[0] + 1, dtype=v.dtype)
-    rho = jnp.sum((u - (css - 1) / k) > 0)
-    rho = jnp.maximum(rho, 1)
-    theta = (jnp.take(css, rho - 1) - 1) / rho.astype(v.dtype)
-    return jnp.maximum(v - theta, 0)
 
 
 def _two_task_solution(q, preference, reg):
