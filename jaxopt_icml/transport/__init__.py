@@ -1,0 +1,1 @@
+"""Optimal transport: new methods built on ott-jax geometries, problems and solvers."""
