@@ -22,6 +22,7 @@ a 2500 x 1000 matrix and a 2.5M bias); the matrix benchmark a pytree of ``1024 x
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -40,10 +41,16 @@ TARGETS = {
 }
 
 
-def stepper(tx, params) -> Callable[[], object]:
-    """A no-argument callable that advances ``(params, state)`` by one jitted step of ``tx``."""
+def stepper(tx, params, *, donate: bool = False) -> Callable[[], object]:
+    """A no-argument callable that advances ``(params, state)`` by one jitted step of ``tx``.
 
-    @jax.jit
+    With ``donate=True`` parameters and state are donated, as in a training loop that updates
+    in place. Off by default: under donation XLA (0.10-0.11) inserts a copy of the one-step
+    delay's gradient stash (its new value aliases the old one, which the inner update still
+    reads), which measures XLA's copy insertion rather than the wrapper's traffic; the GPU
+    numbers of both modes are in the README's benchmark notes."""
+
+    @functools.partial(jax.jit, donate_argnums=(0, 1) if donate else ())
     def step(p, s):
         g = jax.tree.map(lambda x: (0.01 * x.astype(jnp.float32)).astype(x.dtype), p)
         u, s = tx.update(g, s, p)
@@ -72,7 +79,7 @@ def matrix_pytree(num_params: int, key, side: int = 1024) -> dict:
 
 
 def run_benchmarks(*, big_pytree: Callable, ratio: Callable, num_params: int,
-                   matrix_side: int, repeats: int, inner: int) -> dict:
+                   matrix_side: int, repeats: int, inner: int, donate: bool = False) -> dict:
     """All optimizer benchmarks; ``big_pytree(num_params, key)`` and ``ratio(a, b, repeats=,
     inner=)`` come from :mod:`experiments.bench`."""
     from jaxopt_icml.optim import clipped_sgd, deva, deva_linf, m_plus_adam, one_step_delay
@@ -84,7 +91,8 @@ def run_benchmarks(*, big_pytree: Callable, ratio: Callable, num_params: int,
     out = {}
 
     def pair(name, tx_a, tx_b, tree, *, rounds=repeats, calls=inner, note=""):
-        out[name] = ratio(stepper(tx_a, tree), stepper(tx_b, tree), repeats=rounds, inner=calls)
+        out[name] = ratio(stepper(tx_a, tree, donate=donate), stepper(tx_b, tree, donate=donate),
+                          repeats=rounds, inner=calls)
         out[name]["num_params"] = int(sum(x.size for x in jax.tree.leaves(tree)))
         out[name]["note"] = note
 

@@ -152,7 +152,10 @@ def one_step_delay(
 
     The cost over ``inner`` is one select and one copy of the gradient per call (no
     ``lax.cond``, so no host synchronisation on accelerators): one extra read and one extra
-    write per parameter, which ``stash_dtype=jnp.bfloat16`` halves for float32 models.
+    write per parameter, which ``stash_dtype=jnp.bfloat16`` halves for float32 models (H200,
+    100M params: 1.32x and 1.16x AdamW's step, the 8/6 and 7/6 traffic floors). When the
+    training step donates its state, XLA (0.10-0.11) copies the old stash before overwriting
+    it (1.76x on the H200): donate only the parameters if that matters.
 
     Args:
       inner: any ``optax.GradientTransformation`` (chains, ``optax.contrib.muon``,
