@@ -206,6 +206,45 @@ def bench_scan_vmap(*, seeds: int, steps: int, dim: int, repeats: int) -> dict:
     return out
 
 
+def scan_vs_round_loop(alg, x0, oracle, keys, rounds: int, *, trace_fn, repeats: int,
+                       check: bool = True) -> dict:
+    """A seed-vmapped curve over ``rounds`` rounds: one compiled ``lax.scan`` + ``vmap``
+    (:func:`jaxopt_icml.base.run_seeds`) against a Python loop over rounds of one jitted,
+    seed-vmapped round (the loop a user writes first). Both use the same keys (round ``t`` of
+    seed ``s`` uses ``fold_in(split(key_s)[1], t)``) and, with ``check``, give the same curve.
+
+    Returns :func:`interleaved_ratio` of time(loop) / time(scan), plus ``seeds`` and ``rounds``.
+    """
+    def fused():
+        return base.run_seeds(alg, x0, oracle, keys, rounds, trace_fn=trace_fn)[1]
+
+    @jax.jit
+    def init_all(keys):
+        return jax.vmap(lambda k: alg.init(x0, jax.random.split(k)[0]))(keys)
+
+    @jax.jit
+    def round_all(states, keys, t):
+        def one(state, key):
+            step, state = alg.update(state, oracle, jax.random.fold_in(jax.random.split(key)[1], t))
+            return state, trace_fn(step, state, oracle)
+        return jax.vmap(one)(states, keys)
+
+    def python_loop():
+        states, rows = init_all(keys), []
+        for t in range(rounds):
+            states, row = round_all(states, keys, jnp.int32(t))
+            rows.append(row)
+        return jax.tree.map(lambda *r: jnp.stack(r, axis=1), *rows)
+
+    if check:  # the loop is an honest re-implementation: same numbers both ways
+        jax.tree.map(lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b),
+                                                             rtol=1e-4, atol=1e-5),
+                     fused(), python_loop())
+    out = interleaved_ratio(python_loop, fused, repeats=repeats, inner=1)
+    out.update(seeds=int(keys.shape[0]), rounds=int(rounds))
+    return out
+
+
 def run_all(*, quick: bool = False, repeats: int | None = None, only=None,
             num_params: int | None = None, donate: bool = False) -> dict:
     """Runs the benchmarks (all, or the names/groups in ``only``); ``quick`` shrinks sizes (for
