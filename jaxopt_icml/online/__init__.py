@@ -21,6 +21,7 @@ from jaxopt_icml.online.cmab import (
 )
 from jaxopt_icml.online.observation_sf import (
     KalmanState,
+    PersistenceState,
     RLSState,
     SpectralState,
     hankel_factor,
@@ -84,6 +85,7 @@ __all__ = [
     "LorenzSystem",
     "OPOPolicy",
     "OjaState",
+    "PersistenceState",
     "QuadraticStream",
     "RLSState",
     "SampleCovarianceState",

@@ -191,10 +191,12 @@ def epoch_end(m, first_epoch: int):
 
 
 def sample_action(key, probs):
-    """Draws ``a ~ probs`` by inverting the CDF (no ``log 0`` for zero-probability actions)."""
+    """Draws ``a ~ probs`` by inverting the CDF (no ``log 0`` for zero-probability actions):
+    ``a = #{k : cdf_k <= u cdf_K}`` with ``u ~ U[0, 1)``, so a zero-probability action is never
+    drawn, even at ``u = 0``."""
     u = jax.random.uniform(key, (), probs.dtype)
     cdf = jnp.cumsum(probs)
-    a = jnp.sum((cdf < u * cdf[-1]).astype(jnp.int32))
+    a = jnp.sum((cdf <= u * cdf[-1]).astype(jnp.int32))
     return jnp.minimum(a, probs.shape[0] - 1)
 
 

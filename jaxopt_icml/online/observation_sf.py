@@ -56,6 +56,7 @@ from jaxopt_icml.hyperparams import check_choice, check_float, check_static_int,
 
 __all__ = [
     "KalmanState",
+    "PersistenceState",
     "RLSState",
     "SpectralState",
     "hankel_factor",
@@ -449,11 +450,18 @@ def rls_ar(ar_order: int = 8, *, ridge: float = 1.0, forgetting: float = 1.0
                            variant="hankel", ridge=ridge, forgetting=forgetting)
 
 
+class PersistenceState(NamedTuple):
+    """State of :func:`persistence`: the ``last`` observation and the int32 round ``count``."""
+
+    last: jax.Array
+    count: jax.Array
+
+
 def persistence() -> base.OracleAlgorithm:
     r"""The persistence predictor :math:`\hat y_t = y_{t-1}` (``y_{-1} = 0``).
 
     Returns:
-      An ``OracleAlgorithm`` whose state is ``(last observation, int32 round)``.
+      An ``OracleAlgorithm`` with state :class:`PersistenceState`.
 
     Example:
       >>> alg = persistence()
@@ -462,7 +470,7 @@ def persistence() -> base.OracleAlgorithm:
     def init(y_like, key):
         del key
         y_like = jnp.asarray(y_like)
-        return (jnp.zeros(y_like.shape, y_like.dtype), jnp.zeros([], jnp.int32))
+        return PersistenceState(jnp.zeros(y_like.shape, y_like.dtype), jnp.zeros([], jnp.int32))
 
     def update(state, oracle, key):
         del key
@@ -470,7 +478,7 @@ def persistence() -> base.OracleAlgorithm:
         cd = compute_dtype(last.dtype)
         y = jnp.asarray(oracle.observe(t)).astype(cd)
         pred = last.astype(cd)
-        return base.Step(last, _info(pred, y)), (y.astype(last.dtype), t + 1)
+        return base.Step(last, _info(pred, y)), PersistenceState(y.astype(last.dtype), t + 1)
 
     return base.OracleAlgorithm(init, update)
 

@@ -183,6 +183,8 @@ class QuadraticStream(struct.PyTreeNode):
     c: jax.Array
 
     def _b(self, t):
+        # t wraps modulo T: a run longer than the stream replays it (regret comparators such
+        # as best_fixed_loss_ball cover one pass only)
         return self.b[jnp.asarray(t, jnp.int32) % self.b.shape[0]]
 
     def value(self, x, t):
@@ -222,7 +224,8 @@ class QuadraticStream(struct.PyTreeNode):
         return jnp.vdot(B, x) + tc * jnp.vdot(x, x), x
 
     def best_fixed_loss_box(self, lower=-1.0, upper=1.0):
-        """``min_{x in [lower, upper]^d} sum_t f_t(x)`` for ``c = 0`` (a vertex; exact)."""
+        """``min_{x in [lower, upper]^d} sum_t f_t(x)`` for ``c = 0`` only (a vertex; exact). The
+        curvature term is ignored: do not use it for a stream with ``c > 0``."""
         B = jnp.sum(self.b, axis=0)
         x = jnp.where(B > 0, lower, upper).astype(B.dtype)
         return jnp.vdot(B, x), x
@@ -338,7 +341,8 @@ def optimistic_two_point_bco(delta: float = 1e-2, *, shrink: float | None = None
     for i.i.d. drift and ``O(k^2 V_T)`` for a random-walk drift, in this reconstruction.
     Measured in ``experiments/gradient_variation_bco.py``: ``adaptivity_*``, ``variance_*``,
     ``game_*``, ``strongly_convex_ratio`` pass; ``d_exponent_gap`` (the spec's d-exponent gap
-    to the naive hint) does not: the start-up term has exponent 1 in ``d``.
+    to the naive hint) does not reach 0.3 (0.17 at FULL): the start-up term, exponent 1 in
+    ``d``, mixes with the ``sqrt(d V_T)`` term.
     """
     check_float("delta", delta, allow_schedule=False)
     check_float("shrink", shrink, high=1.0, allow_schedule=False, allow_none=True)

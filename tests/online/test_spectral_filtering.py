@@ -347,6 +347,7 @@ def test_claims_quick():
 
     results = common.quick_results(exp)
     checked = theory.check(exp.CLAIMS, results)
-    failed = [r for r in checked if not r.passed and r.name not in exp.KNOWN_FAILING]
-    assert not failed, theory.format_claims(checked)
+    failed = sorted(r.name for r in checked if not r.passed)
+    # exactly the documented non-reproductions fail (one that starts passing is noticed too)
+    assert failed == sorted(exp.KNOWN_FAILING), theory.format_claims(checked)
     assert all(np.isfinite(r.value) for r in checked)
