@@ -125,11 +125,6 @@ QUICK = Config(seeds=16, horizon=4096, ks=(256, 512, 1024, 2048, 4096), compare_
 BASELINES = ("SquareCB", "FALCON", "eps-greedy")
 
 
-def _key(k):
-    # unsafe_rbg keys compile much faster on CPU than threefry
-    return jax.random.key(k, impl="unsafe_rbg")
-
-
 def _env(cfg, key):
     return cmab.logistic_cmab(key, num_functions=cfg.num_functions,
                               num_actions=cfg.num_actions, dim=cfg.dim, spread=cfg.spread)
@@ -137,7 +132,7 @@ def _env(cfg, key):
 
 def make_problem(cfg: Config, key) -> cmab.FiniteClassCMAB:
     """The per-seed environments (leading seed axis), as ``run`` draws them."""
-    keys = jax.random.split(_key(_seed(key)), cfg.seeds)
+    keys = jax.random.split(common.rbg_key(common.seed_of(key)), cfg.seeds)
     return jax.vmap(lambda k: _env(cfg, jax.random.split(k)[0]))(keys)
 
 
@@ -173,11 +168,6 @@ def make_methods(cfg: Config) -> dict:
     return {"OPO-CMAB": mk["OPO-CMAB"](cfg.bonus), "SquareCB": mk["SquareCB"](1.0),
             "FALCON": mk["FALCON"](1.0), "eps-greedy": mk["eps-greedy"](1.0),
             "OPO-CMAB (last epoch)": mk["OPO-CMAB (last epoch)"](cfg.bonus)}
-
-
-def _seed(key) -> int:
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    return int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
 
 
 def _points(cfg: Config) -> np.ndarray:
@@ -216,7 +206,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     ``unsafe_rbg`` bits changed under the partitioned program).
     """
     del out_dir, resume, progress
-    keys = jax.random.split(_key(_seed(key)), cfg.seeds)
+    keys = jax.random.split(common.rbg_key(common.seed_of(key)), cfg.seeds)
     batched = _program(cfg)
     if shard:
         from jaxopt_icml import mesh as mesh_lib

@@ -135,11 +135,6 @@ QUICK = Config(seeds=16, dims=(4, 8, 16), steps=20_000, num_checkpoints=30, rate
                ratio_dim=16)
 
 
-def _key(k):
-    # unsafe_rbg keys compile much faster on CPU than threefry
-    return jax.random.key(k, impl="unsafe_rbg")
-
-
 def checkpoints(cfg: Config) -> np.ndarray:
     return theory.geometric_grid(1, cfg.steps, cfg.num_checkpoints)
 
@@ -238,9 +233,8 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     a different, equally valid stream than ``shard=False`` (with threefry keys the two agree;
     checked on 8 simulated CPU devices)."""
     del progress, out_dir, resume
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    seed = int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
-    keys = jax.random.split(_key(seed), cfg.seeds)
+    seed = common.seed_of(key)
+    keys = jax.random.split(common.rbg_key(seed), cfg.seeds)
     err = np.asarray(_program(cfg, shard)(keys))  # (seeds, dims, checkpoints, methods)
     sin2 = {m: np.transpose(err[..., i], (1, 0, 2)) for i, m in enumerate(METHODS)}
     return {"sin2": sin2, "checkpoints": checkpoints(cfg), "config": dataclasses.asdict(cfg)}

@@ -180,11 +180,6 @@ QUICK = Config(seeds=8, game_steps=10000, mu_powers=(), rob_steps=1000, nuc_seed
                budgets=(0.05, 0.5), timing_reps=9, extras=False)
 
 
-def _key(k):
-    # unsafe_rbg keys compile much faster on CPU than threefry
-    return jax.random.key(k, impl="unsafe_rbg")
-
-
 _OPTS = common.fast_cpu_compile_options()
 
 
@@ -280,10 +275,11 @@ def _build_nuclear(key, seeds, n, rank, groups, observed):
 def make_problem(cfg: Config, key) -> dict:
     """Per-seed instances (leading seed axis): ``game`` (:class:`ds.MatrixGame`), ``robust``
     (:class:`RobustSigmoid`), ``nuclear`` (:class:`MatrixCompletion`)."""
-    seed = _seed_of(key)
-    game, robust = _build(_key(seed), (cfg.seeds, cfg.game_n, cfg.rob_groups, cfg.rob_per_group,
-                                       cfg.rob_d, cfg.rob_lam, cfg.rob_radius))
-    M, W = _build_nuclear(_key(seed + 7), cfg.nuc_seeds, cfg.nuc_n, cfg.nuc_rank,
+    seed = common.seed_of(key)
+    game, robust = _build(common.rbg_key(seed), (cfg.seeds, cfg.game_n, cfg.rob_groups,
+                                                 cfg.rob_per_group, cfg.rob_d, cfg.rob_lam,
+                                                 cfg.rob_radius))
+    M, W = _build_nuclear(common.rbg_key(seed + 7), cfg.nuc_seeds, cfg.nuc_n, cfg.nuc_rank,
                           cfg.nuc_groups, cfg.nuc_observed)
     lam = jnp.full((cfg.nuc_seeds,), cfg.nuc_lam, jnp.float32)
     return {"game": game, "robust": robust, "nuclear": MatrixCompletion(M, W, lam)}
@@ -297,11 +293,6 @@ def describe_problem(problem) -> dict:
             "nuclear norm of M (seed 0)": float(jnp.sum(jnp.linalg.svd(
                 n.M[0], compute_uv=False))),
             "observed entries per group (seed 0)": float(1.0 / n.W[0, 0].max())}
-
-
-def _seed_of(key) -> int:
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    return int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
 
 
 # --------------------------------------------------------------------------- methods
@@ -445,10 +436,10 @@ def _nuclear_times(cfg, prob0, step_x):
     algs = _nuc_algs(cfg, step_x)
     z0 = (jnp.zeros((n, n)), jnp.full((m,), 1.0 / m))
     steps = {k: jax.jit(a.update, compiler_options=_OPTS) for k, a in algs.items()}
-    states = {k: a.init(z0, _key(0)) for k, a in algs.items()}
-    calls = {"lmo": (lmo, (G, _key(1))), "proj": (proj, (G,)),
-             "V1": (steps["V1"], (states["V1"], prob0, _key(2))),
-             "PGDA": (steps["PGDA"], (states["PGDA"], prob0, _key(3)))}
+    states = {k: a.init(z0, common.rbg_key(0)) for k, a in algs.items()}
+    calls = {"lmo": (lmo, (G, common.rbg_key(1))), "proj": (proj, (G,)),
+             "V1": (steps["V1"], (states["V1"], prob0, common.rbg_key(2))),
+             "PGDA": (steps["PGDA"], (states["PGDA"], prob0, common.rbg_key(3)))}
     out = {k: [] for k in calls}
     for _ in range(3):  # interleaved rounds against load drift
         for k, (f, a) in calls.items():
@@ -475,7 +466,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     FW-gap traces (V1 run for twice the steps) and the anytime differences; nuclear timings,
     step counts and primal-objective traces."""
     del shard, out_dir, resume
-    seed = _seed_of(key)
+    seed = common.seed_of(key)
     probs = make_problem(cfg, key)
     game = probs["game"]
     K = cfg.game_steps
@@ -492,7 +483,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
              "EG": ["projected EG"]}
     gaps, values = {}, {}
     for i, (kind, hp) in enumerate(common.progress(jobs, enabled=progress, desc=SLUG)):
-        keys = jax.random.split(_key(seed * 100 + i + 1), cfg.seeds)
+        keys = jax.random.split(common.rbg_key(seed * 100 + i + 1), cfg.seeds)
         g, v = _game_program(kind, game, jnp.asarray(hp, jnp.float32), keys, K)
         g, v = np.asarray(g)[:, :, grid], np.asarray(v)
         for j, name in enumerate(names[kind]):
@@ -501,7 +492,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     # (2) robust problem
     rob = {}
     for i, kind in enumerate(("V1", "V3", "PGDA", "S-AGDA")[:4 if cfg.extras else 2]):
-        keys = jax.random.split(_key(seed * 100 + 20 + i), cfg.seeds)
+        keys = jax.random.split(common.rbg_key(seed * 100 + 20 + i), cfg.seeds)
         g, dg, dx = _robust_program(cfg, kind, probs["robust"], keys, cfg.rob_steps)
         rob[kind] = np.asarray(g)
         if kind == "V1":
@@ -517,7 +508,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     counts = {k: max(1, int(long / times[k])) for k in ("V1", "PGDA")}
     traces = {}
     for i, kind in enumerate(("V1", "PGDA")):
-        keys = jax.random.split(_key(seed * 100 + 40 + i), cfg.nuc_seeds)
+        keys = jax.random.split(common.rbg_key(seed * 100 + 40 + i), cfg.nuc_seeds)
         traces[kind] = np.asarray(_nuc_program(cfg, kind, nuc, counts[kind], step_x, keys))
     out.update(nuc_times=times, nuc_traces=traces, lapack_preloaded=_LAPACK_PRELOADED,
                openblas_threads=os.environ.get("OPENBLAS_NUM_THREADS"))

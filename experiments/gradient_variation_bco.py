@@ -129,11 +129,6 @@ HINT_METHODS = ("control variate", "naive hint", "two-point OGD", "full informat
                 "control variate (strongly convex)", "two-point OGD (strongly convex)")
 
 
-def _key(k):
-    # unsafe_rbg keys compile much faster on CPU than threefry
-    return jax.random.key(k, impl="unsafe_rbg")
-
-
 def _sphere(key, shape):
     v = jax.random.normal(key, shape)
     return v / jnp.linalg.norm(v, axis=-1, keepdims=True)
@@ -145,16 +140,11 @@ def make_problem(cfg: Config, key) -> dict:
     ``dims`` ``(seeds, len(dims), T, max(dims))`` claim 2's streams (zero-padded);
     ``one_point`` ``(seeds, T, d1)`` the static linear loss; ``games`` ``(seeds, n, n)``
     payoff matrices uniform in ``[-1, 1]``."""
-    return _make_problem(cfg, _seed_key(key))
-
-
-def _seed_key(key):
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    return int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
+    return _make_problem(cfg, common.seed_of(key))
 
 
 def _make_problem(cfg, seed):
-    ks = jax.random.split(_key(seed), 5)
+    ks = jax.random.split(common.rbg_key(seed), 5)
     S, T, d = cfg.seeds, cfg.steps, cfg.dim
     kb, kx, kg = jax.random.split(ks[0], 3)
     b0 = _sphere(kb, (S, 1, 1, d))
@@ -269,7 +259,7 @@ def _program(cfg, seed):
     sweep = probs["sweep"]
     S, M = sweep.shape[:2]
     flat = sweep.reshape((S * M,) + sweep.shape[2:])
-    keys = lambda i, n: jax.random.split(_key(seed * 100 + i), n)
+    keys = lambda i, n: jax.random.split(common.rbg_key(seed * 100 + i), n)
     shape = lambda r: jax.tree.map(lambda v: v.reshape((S, M) + v.shape[1:]), r)
     regret = lambda a, b, k: _regret_run(a, b, c, k, T)
     seeds = lambda f: jax.vmap(f, in_axes=(0, 0))
@@ -332,7 +322,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     """Every method and problem in one compiled program (vmapped over seeds and loss streams,
     ``lax.scan`` over rounds), float32. Returns NumPy arrays (seeds first) and the config."""
     del shard, progress, out_dir, resume
-    out = jax.tree.map(np.asarray, _program(cfg, _seed_key(key)))
+    out = jax.tree.map(np.asarray, _program(cfg, common.seed_of(key)))
     out["config"] = dataclasses.asdict(cfg)
     return out
 
@@ -561,9 +551,9 @@ def benchmark(*, rounds: int = 10_000, seeds: int = 32, dim: int = 10, repeats: 
     interleaved ratio time(loop) / time(scan) and the final mean regret as context."""
     from experiments import bench
 
-    kb, kx = jax.random.split(_key(7))
+    kb, kx = jax.random.split(common.rbg_key(7))
     env = tp.quadratic_stream(_sphere(kb, (1, dim)) + 0.1 * _sphere(kx, (rounds, dim)))
-    keys = jax.random.split(_key(8), seeds)
+    keys = jax.random.split(common.rbg_key(8), seeds)
     alg = tp.optimistic_two_point_bco(1e-3)
     loss = lambda step, state, oracle: step.info["loss"]
     out = bench.scan_vs_round_loop(alg, jnp.zeros(dim), env, keys, rounds, trace_fn=loss,

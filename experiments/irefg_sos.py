@@ -127,15 +127,10 @@ QUICK = Config(seeds=2, steps_by_level=(1000, 2000, 4000, 4000), amd_levels=(1,)
                chain_levels=(3,), grid_points=201, pga_starts=8, pga_steps=200)
 
 
-def _seed(key) -> int:
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    return int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
-
-
 def make_problem(cfg: Config, key) -> dict:
     """Float64 games: ``driver`` (one Game), ``forgetful_<l>`` and ``chain`` (Games with a
     leading axis of ``cfg.seeds`` draws)."""
-    k = jax.random.key(_seed(key), impl="unsafe_rbg")
+    k = jax.random.key(common.seed_of(key), impl="unsafe_rbg")
     with jax.enable_x64(True):
         out = {"driver": irefg.absent_minded_driver(dtype=jnp.float64)}
         for i, l in enumerate(cfg.ls):
@@ -266,7 +261,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     the certified bound, the extracted strategy's value, residuals, ranks and wall times; the
     vertex maxima, PGA values, chain ground truths and the level-1 boundedness test."""
     del shard, out_dir, resume
-    seed = _seed(key)
+    seed = common.seed_of(key)
     probs = make_problem(cfg, key)
     out: dict = {"config": dataclasses.asdict(cfg), "solves": {}}
     with jax.enable_x64(True):

@@ -159,11 +159,6 @@ FULL = Config()
 QUICK = Config(seeds=8, inits=8, steps=3000, gap_steps=1000)
 
 
-def _key(k):
-    # unsafe_rbg keys compile much faster on CPU than threefry
-    return jax.random.key(k, impl="unsafe_rbg")
-
-
 def _grid(cfg):
     return jnp.linspace(-cfg.grid_lim, cfg.grid_lim, cfg.grid_size)
 
@@ -413,11 +408,10 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     misspecified runs and every baseline vmapped over seeds. Returns numpy arrays (seeds
     first)."""
     del shard, progress, out_dir, resume
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    seed = int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
-    probs = make_problem(cfg, _key(seed))
-    keys = {"c1": _key(seed * 1000 + 1),
-            "mis": jax.random.split(_key(seed * 1000 + 2), cfg.seeds)}
+    seed = common.seed_of(key)
+    probs = make_problem(cfg, common.rbg_key(seed))
+    keys = {"c1": common.rbg_key(seed * 1000 + 1),
+            "mis": jax.random.split(common.rbg_key(seed * 1000 + 2), cfg.seeds)}
     out = jax.tree.map(np.asarray, _program(cfg, probs, keys))
     out["config"] = dataclasses.asdict(cfg)
     return out

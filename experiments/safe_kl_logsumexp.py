@@ -136,16 +136,6 @@ FULL = Config()
 QUICK = Config(seeds=8, dro_steps=1000, ot_n=128, ot_batch=32, ot_steps=4000, ot_seeds=2)
 
 
-def _key(k):
-    # unsafe_rbg keys compile much faster on CPU than threefry
-    return jax.random.key(k, impl="unsafe_rbg")
-
-
-def _seed_of(key) -> int:
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    return int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
-
-
 def _mixture(key, n, centers, scale=0.3):
     k1, k2 = jax.random.split(key)
     comp = jax.random.randint(k1, (n,), 0, centers.shape[0])
@@ -156,7 +146,7 @@ def make_problem(cfg: Config, key) -> dict:
     """``dro``: logistic data ``X (n, d)``, labels ``y`` in {-1, 1} (a fraction ``flip``
     flipped) and the generating ``theta``; ``ot``: a :class:`transport.safe_kl.SemiDualOT`
     between two 3-component Gaussian mixtures in the plane, uniform weights."""
-    key = _key(_seed_of(key))
+    key = common.rbg_key(common.seed_of(key))
     kx, kt, kf, kn, ko1, ko2 = jax.random.split(key, 6)
     X = jax.random.normal(kx, (cfg.n, cfg.d))
     theta = cfg.theta_scale * jax.random.normal(kt, (cfg.d,)) / math.sqrt(cfg.d)
@@ -234,7 +224,7 @@ def _safe_values(phi, caps):
 
 def _identity(cfg, seed):
     with jax.enable_x64(True):
-        phi = 3.0 * jax.random.normal(_key(seed), (cfg.id_n,), jnp.float64)
+        phi = 3.0 * jax.random.normal(common.rbg_key(seed), (cfg.id_n,), jnp.float64)
         F = float(sk.log_mean_exp(phi))
         caps = jnp.asarray(cfg.id_caps, jnp.float64)
         # phi is an argument (a closed-over constant would be constant-folded: minutes)
@@ -258,7 +248,7 @@ def _grad_bias(cfg, prob, seed):
     lse = lambda th, Xb, yb: sk.lse_dro_loss(_losses(th, Xb, yb), lam)
     full_safe = jax.grad(safe)(theta, X, y)
     full_lse = jax.grad(lse)(theta, X, y)
-    idx = jax.random.randint(_key(seed), (cfg.grad_batches, cfg.grad_batch), 0, cfg.n)
+    idx = jax.random.randint(common.rbg_key(seed), (cfg.grad_batches, cfg.grad_batch), 0, cfg.n)
     per = lambda f: jax.vmap(lambda i: jax.grad(f)(theta, X[i], y[i]))(idx).mean(0)
     rel = lambda a, b: jnp.linalg.norm(a - b) / jnp.linalg.norm(b)
     # Monte Carlo variance of the mean of N batches of B i.i.d. examples: tr Cov / (N B), with
@@ -299,7 +289,7 @@ def _dro_train(cfg, prob, seed):
         val = exact(p["theta"])
         return jnp.where(jnp.isfinite(val), val, jnp.inf)
 
-    keys = jax.random.split(_key(seed), cfg.seeds)
+    keys = jax.random.split(common.rbg_key(seed), cfg.seeds)
     return {name: jax.vmap(functools.partial(one, name))(keys) for name in names}
 
 
@@ -333,7 +323,7 @@ def _ot_run(cfg, ot, seed):
         _, (vals, fin) = jax.lax.scan(outer, alg.init(x0, key), jnp.arange(cfg.ot_chunks))
         return jnp.where(fin, vals, -jnp.inf)
 
-    keys = jax.random.split(_key(seed), cfg.ot_seeds)
+    keys = jax.random.split(common.rbg_key(seed), cfg.ot_seeds)
     res = {name: jax.vmap(functools.partial(one, methods[name]))(keys)
            for name in ("Safe-KL semi-dual OT", "exponential semi-dual OT")}
     res["ott_reg_ot_cost"] = out.reg_ot_cost
@@ -359,7 +349,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     ott-jax reference). ``shard`` is accepted and ignored: the program is small enough for one
     device (the seed axis is vmapped)."""
     del shard, out_dir, resume, progress
-    seed = _seed_of(key)
+    seed = common.seed_of(key)
     probs = make_problem(cfg, key)
     out = {"identity": _identity(cfg, seed), "config": dataclasses.asdict(cfg)}
     res = _program(cfg, probs["dro"], probs["ot"], seed)
@@ -592,7 +582,7 @@ def make_step_fns(n: int = 10_000, batch: int = 64, *, d: int = 20, seed: int = 
         return optax.apply_updates(p, u), s
 
     s0 = opt.init(p0)
-    return safe_step, full_step, (p0, s0, _key(seed + 1)), (p0, s0)
+    return safe_step, full_step, (p0, s0, common.rbg_key(seed + 1)), (p0, s0)
 
 
 def benchmark(n: int = 10_000, batch: int = 64, *, repeats: int = 21, inner: int = 20,

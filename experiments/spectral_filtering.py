@@ -121,16 +121,6 @@ FULL = Config()
 QUICK = Config(steps=3000, context=128)
 
 
-def _key(k):
-    # unsafe_rbg keys compile much faster on CPU than threefry
-    return jax.random.key(k, impl="unsafe_rbg")
-
-
-def _seed_of(key) -> int:
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    return int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
-
-
 def _simulate(keys, n, m, d, steps, noise):
     """Per seed: the system (n hidden), its noiseless and noisy trajectories (same x_0)."""
     def one(k):
@@ -170,9 +160,9 @@ def _problems(keys, lorenz_keys, cfg):
 def make_problem(cfg: Config, key) -> dict:
     """Trajectories (leading seed axis) per group of :data:`GROUPS`; ``lds_noisy`` keeps its
     system (for the Kalman predictor), the others carry none."""
-    seed = _seed_of(key)
-    return _problems(jax.random.split(_key(seed), cfg.seeds),
-                     jax.random.split(_key(seed + 7919), cfg.seeds), cfg)
+    seed = common.seed_of(key)
+    return _problems(jax.random.split(common.rbg_key(seed), cfg.seeds),
+                     jax.random.split(common.rbg_key(seed + 7919), cfg.seeds), cfg)
 
 
 def make_methods(cfg: Config) -> dict:
@@ -223,18 +213,18 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     ``err[group]`` of shape ``(methods, seeds, T)`` (per coordinate), ``kalman`` ``(2, seeds,
     T)``, the clean-signal variance per group and seed, and the filter metrics."""
     del out_dir, resume
-    seed = _seed_of(key)
+    seed = common.seed_of(key)
     probs = make_problem(cfg, key)
     methods = make_methods(cfg)
     d, T, S = cfg.obs_dim, cfg.steps, cfg.seeds
     stacked = jax.tree.map(lambda *a: jnp.concatenate(a),
                            *[probs[g].replace(system=None) for g in GROUPS])
-    keys = jax.random.split(_key(seed * 1000 + 1), len(GROUPS) * S)
+    keys = jax.random.split(common.rbg_key(seed * 1000 + 1), len(GROUPS) * S)
     lds = probs["lds_noisy"]
     both = jax.tree.map(lambda a, b: jnp.concatenate([a, b]),
                         probs["lds"].replace(system=lds.system.replace(
                             obs_noise=jnp.zeros_like(lds.system.obs_noise))), lds)
-    kkeys = jax.random.split(_key(seed * 1000 + 2), 2 * S)
+    kkeys = jax.random.split(common.rbg_key(seed * 1000 + 2), 2 * S)
     # RLS learners (the costly (h + k) d square inverse Gram) only on lds, lds_noisy, lorenz
     rls_groups = [GROUPS.index(g) for g in RLS_GROUPS]
     rls_rows = np.concatenate([np.arange(i * S, (i + 1) * S) for i in rls_groups])

@@ -103,11 +103,6 @@ QUICK = Config(seeds=8, seg_steps_sizes=(0.3, 0.5, 1.0), seg_steps=1500, eg_step
                fbf_steps=1500, eps=(0.4, 0.2, 0.1))
 
 
-def _key(k):
-    # unsafe_rbg keys compile much faster on CPU than threefry
-    return jax.random.key(k, impl="unsafe_rbg")
-
-
 def _bilinear(U, V, s, z_star) -> problems.LinearOperator:
     """``problems.bilinear_game``'s operator from given factors (one batched QR for all)."""
     n = s.shape[0]
@@ -201,9 +196,8 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     ``sq`` (clipped ``||z_k||^2``), ``calls`` (cumulative); ``seg_sq`` ``(ts, seeds, K)``; the
     instances' ``M``, ``z_star`` and ``z0`` for the linearised estimate."""
     del shard, out_dir, resume
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    seed = int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
-    probs = make_problem(cfg, _key(seed))
+    seed = common.seed_of(key)
+    probs = make_problem(cfg, common.rbg_key(seed))
     methods = make_methods(cfg)
     z0 = probs["z0"]
     opts = common.fast_cpu_compile_options()
@@ -219,15 +213,15 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     out = {}
     for i, (name, m, prob, steps) in enumerate(common.progress(jobs, enabled=progress, desc=SLUG)):
         f = jax.jit(functools.partial(_seeds_run, methods[m], steps=steps), compiler_options=opts)
-        keys = jax.random.split(_key(seed * 1000 + i + 1), 2 * cfg.seeds if prob == "both"
+        keys = jax.random.split(common.rbg_key(seed * 1000 + i + 1), 2 * cfg.seeds if prob == "both"
                                 else cfg.seeds)
         out[name] = jax.tree.map(np.asarray, f(probs[prob], z0_both if prob == "both" else z0,
                                                keys))
     out["fbf_mono"] = jax.tree.map(lambda a: a[:cfg.seeds], out["fbf"])
     out["fbf_hard"] = jax.tree.map(lambda a: a[cfg.seeds:], out.pop("fbf"))
+    seg_keys = jax.random.split(common.rbg_key(seed * 1000 + 10), cfg.seeds)
     out["seg_sq"] = np.asarray(_seg_program(jnp.asarray(cfg.seg_steps_sizes), probs["hard"], z0,
-                                            jax.random.split(_key(seed * 1000 + 10), cfg.seeds),
-                                            cfg.seg_steps))
+                                            seg_keys, cfg.seg_steps))
     hard = probs["hard"].base
     out.update(M=np.asarray(hard.M), z_star=np.asarray(hard.solution), z0=np.asarray(z0),
                config=dataclasses.asdict(cfg))
