@@ -132,6 +132,11 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
                        "orthogonal_direction", "top_eigenvector", "inverse_time_schedule",
                        "linearised_constant", "spiked_stream", "GaussianStream", "OjaState",
                        "SampleCovarianceState"),
+    "unconstrained_blo": ("pablo", "fkm", "full_information", "coin_betting", "kt_betting",
+                          "projected_ogd", "dynamic_ensemble", "linear_losses",
+                          "ball_lower_bound", "LinearLosses", "PabloState", "CoinBettingState",
+                          "DynamicEnsembleState", "ProjectedOGDState", "sphere_direction",
+                          "tree_vdot"),
     "ho_sfl": ("ho_sfl", "fo_sfl", "zo_fl", "ho_sfl_worker", "fo_sfl_worker", "zo_fl_worker",
                "client_zo_deltas", "split_loss", "make_split_data", "SplitState"),
 }
