@@ -435,6 +435,11 @@ def semidual_ot_safe(learning_rate=0.01, *, eps: float = 0.1, cap: float = 1e3,
 
     def update(state, problem, key):
         g, c = state.x
+        if g.shape != problem.b.shape or c.shape != problem.a.shape:
+            # out-of-range gathers clamp and out-of-range scatters drop: fail loudly instead
+            raise ValueError(f"semidual_ot_safe: g must have the shape of problem.b "
+                             f"{problem.b.shape} and c that of problem.a {problem.a.shape}, got "
+                             f"{g.shape} and {c.shape}")
         dt = compute_dtype(jnp.result_type(g.dtype, c.dtype))
         gc, cc = g.astype(dt), c.astype(dt)
         ix, iy = problem.sample(key, batch_x, batch_y)

@@ -289,4 +289,6 @@ def test_claims_quick():
     results = common.quick_results(exp)
     checked = theory.check(exp.CLAIMS, results)
     failed = {c.name for c in checked if not c.passed}
-    assert failed == set(exp.KNOWN_FAILING), theory.format_claims(checked)
+    # FULL_ONLY_FAILING: documented misses at FULL size that pass at QUICK
+    expected = set(exp.KNOWN_FAILING) - set(exp.FULL_ONLY_FAILING)
+    assert failed == expected, theory.format_claims(checked)
