@@ -13,9 +13,11 @@ from a comparator-adaptive OLO learner run on $\hat l_t$ (`online.coin_betting`:
 on the scale with online-Newton betting fractions, adaptive projected OGD on the direction,
 $\varepsilon = 1$, $L = G(d + \sqrt d)$). Baselines: the same with the KT bettor, with fixed-step
 OGD, FKM (fixed perturbation $\delta = 1$, projected OGD on the ball of known radius
-$D = 100 \ge \|u\|$), `optax.contrib.cocob` on the PABLO estimates, and full-information coin
-betting (an upper reference). Dynamic variant: `online.dynamic_ensemble` (exponential weights over
-8 adaptive-OGD experts with step multipliers $2^k$, ball radius $D = R$).
+$D = 100 \ge \|u\|$), `optax.contrib.cocob` on the PABLO estimates (COCOB-Backprop: per
+coordinate, with a ramp-up and a truncated reward, and no regret guarantee), and
+full-information coin betting (an upper reference). Dynamic variant: `online.dynamic_ensemble`
+(exponential weights over 8 adaptive-OGD experts with step multipliers $2^k$, ball radius
+$D = R$).
 
 **Environments** (`online.perturbation.LinearLosses`): $l_t = -\sigma_t \Delta e_1 +
 (1 - \Delta)\xi_t$ with $\xi_t$ uniform on the sphere and $\sigma_t = \pm 1$ switching $S$ times
@@ -70,7 +72,8 @@ baselines at $R = 10$ up to $T = 3\cdot10^4$ only (CPU time). The lower-bound in
 
 FULL worst-drift $R_T(u)$ of PABLO + ONS betting at $T = 10^3 \dots 10^5$: $R = 1$: 113, 91, 292,
 461, 797; $R = 10$: 1242, 1862, 2793, 4726, 7845; $R = 100$: 18956, 18737, 32285, 45433, 153301
-(about $0.2\,R\sqrt{dT}$ up to the log factor). Baselines at $R = 10$, $T = 3\cdot10^4$: KT bettor
+(about $0.9$-$1.7\,R\sqrt{dT}$ at $T = 10^5$; 0.18 of $R\sqrt{dT}\log(1 + RT)$). Baselines at $R =
+10$, $T = 3\cdot10^4$: KT bettor
 37408 (its regret scales with $L\sqrt T = G(d+\sqrt d)\sqrt T$, not $\sqrt{V_T}$), fixed-step OGD
 5036, optax cocob 4424, FKM ($D = 100$) 14127, ONS bettor 4296, full information 2165.
 
@@ -79,15 +82,23 @@ Not reproduced (reported, not hidden):
 * `static_switch_slope` (in `KNOWN_FAILING`): the static comparator-adaptive learner's dynamic
   regret grows like $S^{0.49}$ (FULL: 15590, 15756, 31561, 121446 for $S$ = 1, 4, 16, 64; the
   slope between 16 and 64 is 0.97), not $S^{\ge 0.8}$ over the whole grid: its regret is flat
-  from 1 to 4 switches and only grows about linearly at 16 to 64 switches. The dynamic
-  ensemble does grow like $S^{0.36}$ (15573, 24826, 41820, 67783) and beats the static learner at
-  $S = 64$ by 1.8x.
+  from 1 to 4 switches and only grows about linearly at 16 to 64 switches. This measure cannot
+  give 0.8: the static learner's dynamic regret is $R_T(0) + T\Delta R$ plus zero-mean noise
+  ($E R_T(0) \le \varepsilon$), so its worst-drift value is set by the largest drift it fails to
+  learn, which moves from $2^{-6}$ ($S = 1$) to $2^{-3}$ ($S = 64$): a slope of at most about
+  0.67 even at perfect grid resolution. The dynamic ensemble grows like $S^{0.36}$ (15573, 24826,
+  41820, 67783): *worse* than the static learner at $S$ = 4 and 16, better by 1.8x at $S = 64$.
+  At $S = 1$ both sit at the grid's lower drift edge ($\approx T 2^{-6} R$), and at QUICK the
+  ensemble's worst drift is the upper edge for $S \ge 4$: the drift grid does not bracket every
+  cell.
 * `dimension_slope_low` fails at FULL only ($T = 3\cdot10^4$: 5957, 6659, 9237 for $d$ = 2, 8,
-  32, slope 0.16; QUICK, $T = 4000$: 0.48). On this instance the worst drift is the largest one
-  not yet learned, and the drift along the comparator is learned by the scale bettor, whose coin
-  variance does not grow with $d$; only the direction search does. So the measured dependence is
-  weaker than the worst-case $\sqrt d$ of the upper bound (the $\Omega(\sqrt{dT})$ lower bound is
-  for the worst instance, not this one). With the spec's 2x drift grid the FULL slope was 0.28.
+  32, slope 0.16; QUICK, $T = 4000$: 0.48). **Unresolved rather than refuted:** the worst-drift
+  regret jumps at a threshold drift (below it the learner gains nothing, regret $\approx T\Delta
+  R$; above it the seed mean goes hugely negative), so each value is known only to one grid
+  step, which makes the $d$-slope uncertain by about $\pm 0.25$ on this $\sqrt 2$ grid ($\pm 0.5$
+  on the spec's 2x grid, where FULL gave 0.28); a review run on a $2^{1/4}$ grid gave a
+  non-monotone 7640, 6510, 10516 (slope 0.12). Both the QUICK pass and the FULL miss are inside
+  that error; estimating the threshold drift itself (bisection) would settle it.
 """
 
 from __future__ import annotations
@@ -449,8 +460,12 @@ CLAIMS = (
                  "spec claim 1: |E||l^||^2 / ((d/r)^2 <l,w>^2 + d||l||^2) - 1|"),
     theory.Claim("static_t_slope", t_slope, "<=", 0.6,
                  "spec claim 2: max over R of the slope of log worst-drift R_T(u) vs log T"),
-    theory.Claim("static_normalized_regret", normalized_regret, "<=", 5.0,
-                 "spec claim 2: max R_T(u) / (R G sqrt(dT) log(1 + R T))"),
+    # 1, not the spec's 5: a learner that never moves scores at most 2.4 on this measure at the
+    # worst FULL grid point (0.25 sqrt(T/8) / log(1 + R T)), so 5 could not fail; measured
+    # 0.18 (FULL) / 0.23 (QUICK).
+    theory.Claim("static_normalized_regret", normalized_regret, "<=", 1.0,
+                 "spec claim 2: max R_T(u) / (R G sqrt(dT) log(1 + R T)) (threshold 1, not 5: "
+                 "a learner that never moves scores up to 2.4)"),
     theory.Claim("static_regret_at_zero", regret_at_zero, "<=", 10.0,
                  "spec claim 2: max_T worst-drift R_T(0) / eps"),
     theory.Claim("played_matches_expected", played_vs_expected, "<=", 4.0,

@@ -161,6 +161,16 @@ def linear_losses(key, dim: int, *, drift: float = 0.5, noise: float = 0.5,
                         jnp.asarray(switches, jnp.int32), jnp.asarray(horizon, jnp.int32))
 
 
+def _norm(tree, dtype) -> jax.Array:
+    """``||tree||`` without overflow: scaled by the largest magnitude first (a betting learner's
+    iterate can exceed 1.8e19, where the squared norm overflows float32, long before its
+    wealth does)."""
+    big = jnp.max(jnp.stack([jnp.max(jnp.abs(v)).astype(dtype) for v in jax.tree.leaves(tree)]))
+    big = jnp.maximum(big, jnp.finfo(dtype).tiny)
+    scaled = jax.tree.map(lambda v: v.astype(dtype) / big, tree)
+    return big * jnp.sqrt(tree_vdot(scaled, scaled, dtype))
+
+
 def ball_lower_bound(key, dim: int, horizon: int, *, gap: float | None = None,
                      dtype=jnp.float32) -> LinearLosses:
     r"""The lower-bound instance on the unit ball: ``l_t = -Delta theta + (1 - Delta) xi_t``.
@@ -186,6 +196,8 @@ def ball_lower_bound(key, dim: int, horizon: int, *, gap: float | None = None,
     dim = check_static_int("dim", dim, low=1)
     horizon = check_static_int("horizon", horizon, low=1)
     check_float("gap", gap, high=1.0, allow_schedule=False, allow_none=True)
+    if gap is not None and float(gap) >= 1.0:
+        raise ValueError(f"gap must lie in (0, 1), got {gap}")
     delta = min(0.5, math.sqrt(dim / horizon)) if gap is None else float(gap)
     k_theta, k_seq = jax.random.split(key)
     theta = jax.random.rademacher(k_theta, (dim,), dtype) / math.sqrt(dim)
@@ -267,7 +279,7 @@ def pablo(olo: optax.GradientTransformation, *, r_min: float = 1.0,
         cd = jnp.result_type(*[compute_dtype(v.dtype) for v in jax.tree.leaves(w)])
         k_dir, k_feed = jax.random.split(key)
         s = jax.tree.map(lambda v: v.astype(cd), sphere_direction(k_dir, w))
-        r = jnp.asarray(scale(jnp.sqrt(tree_vdot(w, w, cd)), dim)).astype(cd)
+        r = jnp.asarray(scale(_norm(w, cd), dim)).astype(cd)
         x = jax.tree.map(lambda c, sv: (c.astype(cd) + r * sv).astype(c.dtype), w, s)
         loss = jnp.asarray(oracle.feedback(x, k_feed, state.count)).astype(cd)
         coef = jnp.asarray(dim, cd) / r * loss
