@@ -28,14 +28,16 @@ same GLR stopping.
 
 **Stopping inside a scan.** Fixed horizon, a `stopped` flag and the frozen `tau`/`answer` in
 the state. The sampling rule does not depend on $\delta$, so one trajectory gives the stopping
-time of every $\delta$: $\tau_\delta = \min\{t \ge KC : Z_t \ge \beta(t,\delta)\}$ (a test checks
-it equals the in-state `tau`). A run that never stops is censored at the horizon (counted as
+time of every $\delta$: $\tau_\delta = \min\{t \ge KC : Z_t \ge \beta(t,\delta)\}$ (the tests
+check the in-state `tau` against a NumPy first-crossing computation; a review run found the
+experiment's `stopping_times` equal to it on 32 seeds). A run that never stops is censored at the
+horizon (counted as
 $\tau = H$ and as a wrong answer).
 
 **Claims** (`CLAIMS`):
 
 1. $\delta$-correctness: wrong (or never stopped) answers at $\delta = 0.05$ on the instance:
-   $\le 6/64$ (QUICK: $\le 6$ of 16 seeds).
+   a fraction $\le 6/64$ of the seeds (FULL 64; QUICK 16, so at most 1).
 2. Asymptotic efficiency: $E[\tau]/\ln(1/\delta)$ for $\delta \in \{10^{-1}, 10^{-2},
    10^{-3}\}$ decreases, and at $10^{-3}$ is $\le 3\,T^\star_{rel}$ ($T^\star_{rel}$ by 20000
    projected supergradient iterations, `relaxed_characteristic_time`, checked against scipy
@@ -67,8 +69,9 @@ $\delta$ = 0.1 / 0.01 / 0.001 (uniform 5.29 / 4.27 / 3.87; $E\tau$ of the dual 3
 $\tau$ ratio dual / uniform 0.41; QUICK 8 of 8; uniform runs cut at the horizon count as
 stopped there, which only favours uniform). Claim 3: 78-95x over runs (QUICK 45-52x) per update;
 $E\tau$ dual / Track-and-Stop 1.00 (QUICK 1.03). Claim 4: worst seed 0.063 (QUICK 0.16 after
-$10^4$); the empirical proportions $N_t/t$ stay 0.14 away, mostly the $\sqrt t$ forced
-exploration. With the spec's threshold the same dual trajectories stop at mean $\tau$ = 4388 /
+$10^4$); the empirical proportions $N_t/t$ stay 0.14 away (QUICK 0.30), mostly the $\sqrt t$
+forced exploration: the added claim on $N_t/t$ is a documented miss (`KNOWN_FAILING`). With the
+spec's threshold the same dual trajectories stop at mean $\tau$ = 4388 /
 4528 / 4736 (6-11% cut at the 6000 horizon), i.e. 29 / 15 / 10 $T^\star_{rel}\ln(1/\delta)$,
 which is why it is not the default. A bug found on the way: a $10^{-3}$ floor on $q$ let
 pieces with huge values steer $w$ to a point 4x below the optimum on one random instance; the
@@ -328,6 +331,18 @@ def allocation_l1(results) -> float:
     return float(np.max(np.abs(results["alloc_w"] - results["w_star"][None]).sum(-1)))
 
 
+def empirical_allocation_l1_over_tol(results) -> float:
+    """Worst seed's ``||N_t/t - w*_rel||_1 / alloc_tol``: the realised sampling proportions,
+    which asymptotic optimality is about (forced exploration keeps them off ``w*_rel``)."""
+    err = np.abs(results["alloc_emp"] - results["w_star"][None]).sum(-1)
+    return float(np.max(err)) / results["config"]["alloc_tol"]
+
+
+def wrong_fraction(results) -> float:
+    """:func:`wrong_answers` as a fraction of the main instance's seeds."""
+    return wrong_answers(results) / results["config"]["seeds"]
+
+
 def allocation_l1_over_tol(results) -> float:
     """:func:`allocation_l1` / ``alloc_tol`` (0.1 at 5e4 samples, the spec; QUICK: 0.2 at 1e4)."""
     return allocation_l1(results) / results["config"]["alloc_tol"]
@@ -339,16 +354,19 @@ def censored_fraction(results, name) -> float:
 
 
 CLAIMS = (
-    theory.Claim("delta_correct_wrong_answers", wrong_answers, "<=", 6.0,
-                 "spec claim 1: wrong or unstopped answers at delta=0.05 over 64 seeds <= 6 "
-                 "(QUICK: 16 seeds, same bound)"),
+    # a fraction (6/64), so QUICK's 16 seeds allow 1 error, not 6 (a count of 6 of 16 could
+    # only catch a catastrophic regression)
+    theory.Claim("delta_correct_wrong_fraction", wrong_fraction, "<=", 6 / 64,
+                 "spec claim 1: wrong or unstopped answers at delta=0.05, fraction of seeds "
+                 "<= 6/64 (FULL 64 seeds, QUICK 16)"),
     theory.Claim("ratio_decreasing_in_delta", ratio_monotone, "<=", 0.0,
-                 "spec claim 2: E[tau]/ln(1/delta) decreases over delta = 1e-1, 1e-2, 1e-3"),
+                 "spec claim 2: E[tau]/ln(1/delta) decreases over delta = 1e-1, 1e-2, 1e-3 "
+                 "(does not tell samplers apart: uniform passes too; the <= 3 T*_rel claim does)"),
     theory.Claim("ratio_at_1e-3_over_tstar", ratio_smallest_delta, "<=", 3.0,
                  "spec claim 2: E[tau]/ln(1/delta) <= 3 T*_rel at delta = 1e-3"),
     theory.Claim("dual_vs_uniform_win_rate", dual_vs_uniform_win_rate, ">=", 0.8,
                  "spec claim 2: mean tau(dual) <= 0.7 mean tau(uniform) on >= 80% of 32 random "
-                 "instances x 8 seeds (QUICK: 8 instances x 4 seeds, so 7 of 8)"),
+                 "instances x 8 seeds (QUICK: 8 instances x 8 seeds, so 7 of 8)"),
     theory.Claim("tas_over_dual_time_per_update", time_ratio, ">=", 20.0,
                  "spec claim 3: jit time per update, Track-and-Stop (100 inner steps; QUICK "
                  "50) / dual"),
@@ -357,7 +375,16 @@ CLAIMS = (
     theory.Claim("allocation_l1_over_tol", allocation_l1_over_tol, "<=", 1.0,
                  "spec claim 4: max over seeds ||w_t - w*_rel||_1 / 0.1 after 5e4 samples "
                  "(QUICK: / 0.2 after 1e4, see Config.alloc_tol)"),
+    theory.Claim("empirical_allocation_l1_over_tol", empirical_allocation_l1_over_tol, "<=", 1.0,
+                 "spec claim 4 on the realised proportions N_t/t (what asymptotic optimality "
+                 "is about), same tolerance"),
 )
+
+# The realised proportions N_t/t stay off w*_rel (FULL 0.14 vs 0.1, QUICK 0.30 vs 0.2): the
+# sqrt(t) forced exploration keeps every (arm, covariate) pair sampled, about
+# 2 #{w* = 0} (sqrt(t) - 9) / t of the mass; the target allocation w_t itself converges
+# (allocation_l1_over_tol passes). Review finding, kept as a documented miss.
+KNOWN_FAILING = ("empirical_allocation_l1_over_tol",)
 
 
 def summarize(results) -> dict:

@@ -145,6 +145,11 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
                                "initial_estimate", "feasible_best_arm", "alternative_pieces",
                                "glr_statistic", "relaxed_characteristic_time",
                                "stopping_threshold"),
+    "symmetric_ot": ("orbit_partition", "OrbitPartition", "trivial_partition", "ReducedOT",
+                     "SymmetricOTOutput", "SymmetricSinkhornState", "TransportSimplexOutput",
+                     "lift_entropic_plan", "lift_linear_plan", "lift_potentials",
+                     "lifted_reg_ot_cost", "reduce_entropic", "reduce_linear", "solve_reduced",
+                     "symmetric_entropic_ot", "symmetric_sinkhorn", "transport_simplex"),
     "ho_sfl": ("ho_sfl", "fo_sfl", "zo_fl", "ho_sfl_worker", "fo_sfl_worker", "zo_fl_worker",
                "client_zo_deltas", "split_loss", "make_split_data", "SplitState"),
 }

@@ -1,5 +1,10 @@
 """Optimal transport: new methods built on ott-jax geometries, problems and solvers."""
 
+from jaxopt_icml.transport.orbits import (
+    OrbitPartition,
+    orbit_partition,
+    trivial_partition,
+)
 from jaxopt_icml.transport.safe_kl import (
     SemiDualOT,
     SemiDualState,
@@ -15,12 +20,40 @@ from jaxopt_icml.transport.safe_kl import (
     semidual_value,
     sqeuclidean,
 )
+from jaxopt_icml.transport.symmetric import (
+    ReducedOT,
+    SymmetricOTOutput,
+    SymmetricSinkhornState,
+    TransportSimplexOutput,
+    lift_entropic_plan,
+    lift_linear_plan,
+    lift_potentials,
+    lifted_reg_ot_cost,
+    reduce_entropic,
+    reduce_linear,
+    solve_reduced,
+    symmetric_entropic_ot,
+    symmetric_sinkhorn,
+    transport_simplex,
+)
 
 __all__ = [
+    "OrbitPartition",
+    "ReducedOT",
     "SemiDualOT",
     "SemiDualState",
+    "SymmetricOTOutput",
+    "SymmetricSinkhornState",
+    "TransportSimplexOutput",
+    "lift_entropic_plan",
+    "lift_linear_plan",
+    "lift_potentials",
+    "lifted_reg_ot_cost",
     "log_mean_exp",
     "lse_dro_loss",
+    "orbit_partition",
+    "reduce_entropic",
+    "reduce_linear",
     "safe_conjugate",
     "safe_kl_dro_loss",
     "safe_kl_dro_value",
@@ -29,5 +62,10 @@ __all__ = [
     "safe_tilt",
     "semidual_ot_safe",
     "semidual_value",
+    "solve_reduced",
     "sqeuclidean",
+    "symmetric_entropic_ot",
+    "symmetric_sinkhorn",
+    "transport_simplex",
+    "trivial_partition",
 ]

@@ -386,6 +386,6 @@ def test_claims_quick():
 
     results = common.quick_results(exp)
     checked = theory.check(exp.CLAIMS, results)
-    known = set(getattr(exp, "KNOWN_FAILING", ()))
-    failed = [r for r in checked if not r.passed and r.name not in known]
-    assert not failed, theory.format_claims(checked)
+    failed = sorted(r.name for r in checked if not r.passed)
+    # exactly the documented misses fail (one that starts passing is noticed too)
+    assert failed == sorted(exp.KNOWN_FAILING), theory.format_claims(checked)

@@ -1,0 +1,387 @@
+"""Symmetry-reduced OT (paper 52): contract case, orbit recovery against known orbits and a
+NumPy brute-force equitability check, the entropic reduction against ott-jax's full Sinkhorn
+and a scipy logsumexp re-derivation, the linear reduction against scipy HiGHS on the full LP,
+the exact-check fallback, errors, claims."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from ott.geometry import geometry
+from ott.problems.linear import linear_problem
+from ott.solvers.linear import sinkhorn
+from scipy.special import logsumexp
+
+from jaxopt_icml import base, theory
+from jaxopt_icml.testing import AlgorithmCase
+from jaxopt_icml.transport import orbits
+from jaxopt_icml.transport import symmetric as sym
+
+
+def _experiment():
+    try:
+        return importlib.import_module("experiments.symmetric_ot")
+    except ModuleNotFoundError:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+        return importlib.import_module("experiments.symmetric_ot")
+
+
+def _rings(L=12, R=3, Rp=2, seed=0):
+    return _experiment().ring_problem(np.random.default_rng(seed), L, R, Rp)
+
+
+def _contract_problem(key, dtype):
+    del key
+    C, a, b = _rings(8, 3, 2)
+    part = orbits.orbit_partition(C, a, b)
+    red = sym.reduce_entropic(np.asarray(C, np.float32), np.asarray(a, np.float32),
+                              np.asarray(b, np.float32), part, 0.1)
+    red = jax.tree.map(lambda v: v.astype(dtype), red)
+    return (jnp.zeros(3, dtype), jnp.zeros(2, dtype)), red
+
+
+CONTRACT_CASES = (
+    AlgorithmCase(
+        "symmetric_sinkhorn", sym.symmetric_sinkhorn, {"relaxation": 1.2}, _contract_problem,
+        invalid=(({"relaxation": 0.0}, "relaxation"), ({"relaxation": 2.0}, "relaxation"),
+                 ({"relaxation": float("nan")}, "relaxation"))),
+)
+
+
+@pytest.fixture(autouse=True)
+def _x64():
+    # ott-jax relies on implicit rank promotion (the library wraps its own ott calls)
+    with jax.enable_x64(True), jax.numpy_rank_promotion("allow"):
+        yield
+
+
+@jax.jit
+def _full_ott(C, a, b, eps):
+    geom = geometry.Geometry(cost_matrix=C, epsilon=eps)
+    out = sinkhorn.Sinkhorn(threshold=1e-12, max_iterations=5000)(
+        linear_problem.LinearProblem(geom, a, b))
+    return out.f, out.g, out.matrix, out.reg_ot_cost, out.n_iters
+
+
+def _hidden_blocks(seed=1, L=6, p0=2, q0=3):
+    """A cost with a hidden cyclic symmetry (C[(k,l),(t,l')] = T[k,t,(l - l') mod L]), rows and
+    columns shuffled by random permutations; returns (C, a, b, true row/col classes)."""
+    rng = np.random.default_rng(seed)
+    T = rng.uniform(0, 1, (p0, q0, L))
+    rows = [(k, l) for k in range(p0) for l in range(L)]
+    cols = [(t, l) for t in range(q0) for l in range(L)]
+    C = np.array([[T[k, t, (l - m) % L] for (t, m) in cols] for (k, l) in rows])
+    a = np.repeat(rng.uniform(1, 2, p0), L)
+    b = np.repeat(rng.uniform(1, 2, q0), L)
+    pr, pc = rng.permutation(len(rows)), rng.permutation(len(cols))
+    row_cls = np.repeat(np.arange(p0), L)[pr]
+    col_cls = np.repeat(np.arange(q0), L)[pc]
+    return C[pr][:, pc], (a / a.sum())[pr], (b / b.sum())[pc], row_cls, col_cls
+
+
+def _same_partition(labels, truth):
+    """Equal as partitions (up to relabelling)."""
+    pairs = set(zip(labels.tolist(), truth.tolist(), strict=True))
+    return len(pairs) == len(set(labels.tolist())) == len(set(truth.tolist()))
+
+
+def _bruteforce_equitable(C, part):
+    """Every row of R_s has the same sorted costs on S_t as R_s's first row; columns alike."""
+    for s in range(part.num_row_classes):
+        R = np.flatnonzero(part.row_labels == s)
+        for t in range(part.num_col_classes):
+            S = np.flatnonzero(part.col_labels == t)
+            block = np.sort(C[np.ix_(R, S)], axis=1)
+            if not np.allclose(block, block[:1], atol=1e-12):
+                return False
+            block = np.sort(C[np.ix_(R, S)], axis=0)
+            if not np.allclose(block, block[:, :1], atol=1e-12):
+                return False
+    return True
+
+
+def test_recovers_ring_orbits():
+    C, a, b = _rings(12, 3, 2)
+    part = orbits.orbit_partition(C, a, b)
+    assert (part.num_row_classes, part.num_col_classes) == (3, 2) and not part.fallback
+    np.testing.assert_array_equal(part.row_labels, np.repeat(np.arange(3), 12))
+    np.testing.assert_array_equal(part.col_labels, np.repeat(np.arange(2), 12))
+    np.testing.assert_array_equal(part.row_sizes, [12, 12, 12])
+    assert _bruteforce_equitable(C, part)
+
+
+def test_recovers_hidden_shuffled_symmetry():
+    C, a, b, rt, ct = _hidden_blocks()
+    part = orbits.orbit_partition(C, a, b)
+    assert _same_partition(part.row_labels, rt) and _same_partition(part.col_labels, ct)
+    assert _bruteforce_equitable(C, part)
+    # reps are members of their class, classes numbered by first occurrence
+    np.testing.assert_array_equal(part.row_labels[part.row_reps], np.arange(2))
+    assert np.all(np.diff(part.row_reps) > 0)
+
+
+def test_weights_split_classes():
+    """A non-invariant weight splits the ring into (at least) its reflection orbits."""
+    C, a, b = _rings(12, 2, 2)
+    a = a.copy()
+    a[0] *= 1.5
+    a /= a.sum()
+    part = orbits.orbit_partition(C, a, b)
+    assert part.num_row_classes > 2 and part.row_sizes[part.row_labels[0]] == 1
+    assert _bruteforce_equitable(C, part)
+
+
+def test_generic_cost_gives_trivial_partition():
+    rng = np.random.default_rng(3)
+    C = rng.uniform(size=(7, 5))
+    part = orbits.orbit_partition(C, np.full(7, 1 / 7), np.full(5, 0.2))
+    assert part.num_row_classes == 7 and part.num_col_classes == 5
+    np.testing.assert_array_equal(part.row_labels, np.arange(7))
+
+
+def test_hash_collision_falls_back(monkeypatch):
+    """If hashing merged classes (forced here: every hash equal), the exact check fails and the
+    discrete partition (the full problem) comes back with ``fallback=True``."""
+    C, a, b, _, _ = _hidden_blocks(seed=4)
+    a = np.full_like(a, 1 / a.size)
+    b = np.full_like(b, 1 / b.size)
+    zero = lambda base, r, c: (jnp.zeros(base.shape[0], jnp.uint64),
+                               jnp.zeros(base.shape[1], jnp.uint64))
+    monkeypatch.setattr(orbits, "_round_hashes", zero)
+    part = orbits.orbit_partition(C, a, b)
+    assert part.fallback and part.num_row_classes == C.shape[0]
+    unchecked = orbits.orbit_partition(C, a, b, verify=False)
+    assert unchecked.num_row_classes == 1 and not unchecked.fallback
+
+
+def test_cluster_quantisation_keeps_noisy_orbits():
+    C, a, b = _rings(16, 3, 3, seed=5)
+    noisy = C + 1e-4 * np.random.default_rng(6).standard_normal(C.shape)
+    assert orbits.orbit_partition(noisy, a, b).num_row_classes == C.shape[0]
+    part = orbits.orbit_partition(noisy, a, b, tol=3e-3, quantize="cluster")
+    assert (part.num_row_classes, part.num_col_classes) == (3, 3)
+
+
+def test_reduced_entropic_cost_closed_form():
+    """C~_st = -eps logsumexp_{j in S_t}(-C[i, j] / eps) for EVERY i in R_s (scipy)."""
+    C, a, b = _rings(10, 3, 2, seed=7)
+    part = orbits.orbit_partition(C, a, b)
+    eps = 0.07
+    red = sym.reduce_entropic(C, a, b, part, eps)
+    ref = np.stack([-eps * logsumexp(-C[:, part.col_labels == t] / eps, axis=1)
+                    for t in range(part.num_col_classes)], 1)  # (n, q), every row
+    reduced_cost = np.asarray(red.cost + red.row_shift[:, None])
+    np.testing.assert_allclose(reduced_cost[part.row_labels], ref, rtol=1e-12)
+    assert np.all(np.asarray(red.cost) >= -eps * np.log(C.shape[1])) and red.row_shift.shape == (3,)
+    np.testing.assert_allclose(np.asarray(red.a), [a[part.row_labels == s].sum()
+                                                   for s in range(3)], rtol=1e-14)
+    np.testing.assert_allclose(float(red.b.sum()), 1.0, rtol=1e-14)
+    jitted = jax.jit(sym.reduce_entropic)(C, a, b, part, eps)
+    np.testing.assert_allclose(np.asarray(jitted.cost), np.asarray(red.cost), rtol=1e-13)
+
+
+def test_entropic_pipeline_equals_full_ott():
+    """On a shuffled hidden symmetry: lifted plan, potentials (up to the gauge f + c, g - c)
+    and reg_ot_cost equal ott-jax's Sinkhorn on the full problem; the plain dual identity
+    <a, f> + <b, g> = <a~, f~> + <b~, g~> - eps sum a~ ln r holds too."""
+    C, a, b, _, _ = _hidden_blocks(seed=9)
+    eps = 0.05 * float(C.mean())
+    f_full, g_full, P_full, v_full, it_full = _full_ott(C, a, b, eps)
+    out = sym.symmetric_entropic_ot(C, a, b, eps, threshold=1e-12, max_iterations=5000)
+    P = sym.lift_entropic_plan(out.reduced_output.f, out.reduced_output.g, out.reduced,
+                               out.partition, C)
+    np.testing.assert_allclose(np.asarray(P), np.asarray(P_full), atol=1e-13)
+    np.testing.assert_allclose(float(out.reg_ot_cost), float(v_full), rtol=1e-12)
+    shift = float(out.f[0] - f_full[0])
+    np.testing.assert_allclose(np.asarray(out.f - shift), np.asarray(f_full), atol=1e-10)
+    np.testing.assert_allclose(np.asarray(out.g + shift), np.asarray(g_full), atol=1e-10)
+    red, ro = out.reduced, out.reduced_output
+    lhs = float(jnp.dot(jnp.asarray(a), out.f) + jnp.dot(jnp.asarray(b), out.g))
+    rhs = float(jnp.dot(red.a, ro.f + red.row_shift) + jnp.dot(red.b, ro.g)
+                - eps * jnp.sum(red.a * jnp.log(red.row_sizes)))
+    np.testing.assert_allclose(lhs, rhs, rtol=1e-12)
+    assert int(ro.n_iters) <= int(it_full) + 10
+
+
+def test_value_identity_at_any_potentials():
+    """ott-jax's reg_ot_cost of lifted arbitrary potentials == lifted reduced reg_ot_cost."""
+    C, a, b = _rings(8, 2, 3, seed=10)
+    part = orbits.orbit_partition(C, a, b)
+    eps = 0.2
+    red = sym.reduce_entropic(C, a, b, part, eps)
+    rng = np.random.default_rng(11)
+    fr, gr = jnp.asarray(rng.normal(size=2)), jnp.asarray(rng.normal(size=3))
+    f, g = sym.lift_potentials(fr, gr, red, part)
+    full_prob = linear_problem.LinearProblem(geometry.Geometry(cost_matrix=jnp.asarray(C),
+                                                               epsilon=eps),
+                                             jnp.asarray(a), jnp.asarray(b))
+    cost = jax.jit(sinkhorn.compute_kl_reg_cost, static_argnums=(3,))
+    v_full = cost(f, g, full_prob, True)
+    v_red = cost(fr, gr, red.linear_problem(), True)
+    np.testing.assert_allclose(float(sym.lifted_reg_ot_cost(v_red, red)), float(v_full),
+                               rtol=1e-12)
+
+
+def test_oracle_algorithm_matches_ott_and_full_iterates():
+    """symmetric_sinkhorn (w = 1) after k steps == ott-jax's reduced Sinkhorn at convergence;
+    its first iterate lifted == one half-step pair of the full problem (NumPy, scipy lse)."""
+    C, a, b = _rings(10, 3, 2, seed=12)
+    part = orbits.orbit_partition(C, a, b)
+    eps = 0.1
+    red = sym.reduce_entropic(C, a, b, part, eps)
+    x0 = (jnp.zeros(3), jnp.zeros(2))
+    state, trace = base.run(sym.symmetric_sinkhorn(), x0, red, jax.random.PRNGKey(0), 400)
+    ref = sym.solve_reduced(red, threshold=1e-13, max_iterations=5000)
+    np.testing.assert_allclose(np.asarray(state.f), np.asarray(ref.f), atol=1e-10)
+    assert float(trace["marginal_error"][-1]) < 1e-12
+    assert int(state.count) == 400
+    # one full log-domain step from the lifted start f = -eps ln r
+    f_full = np.asarray(sym.lift_potentials(*x0, red, part)[0])
+    g_full = eps * np.log(b) - eps * logsumexp((f_full[:, None] - C) / eps, axis=0)
+    f_next = eps * np.log(a) - eps * logsumexp((g_full[None, :] - C) / eps, axis=1)
+    step, _ = sym.symmetric_sinkhorn().update(sym.symmetric_sinkhorn().init(x0, None), red,
+                                              None)
+    f1, g1 = sym.lift_potentials(*step.x, red, part)
+    np.testing.assert_allclose(np.asarray(g1), g_full, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(f1), f_next, atol=1e-12)
+
+
+def test_relaxed_sinkhorn_same_fixed_point():
+    C, a, b = _rings(8, 2, 2, seed=13)
+    part = orbits.orbit_partition(C, a, b)
+    red = sym.reduce_entropic(C, a, b, part, 0.1)
+    x0 = (jnp.zeros(2), jnp.zeros(2))
+    s1, _ = base.run(sym.symmetric_sinkhorn(), x0, red, jax.random.PRNGKey(0), 300)
+    s2, _ = base.run(sym.symmetric_sinkhorn(relaxation=1.5), x0, red, jax.random.PRNGKey(0),
+                     300)
+    np.testing.assert_allclose(np.asarray(s1.f + s1.g[0]), np.asarray(s2.f + s2.g[0]),
+                               atol=1e-10)
+
+
+@pytest.mark.parametrize("problem", ["rings", "hidden"])
+def test_linear_reduction_equals_full_lp(problem):
+    """HiGHS on the full LP == transport_simplex on the reduced LP; the lift is feasible,
+    optimal, and supported on argmin pairs only."""
+    exp = _experiment()
+    if problem == "rings":
+        C, a, b = _rings(8, 3, 3, seed=14)
+    else:
+        C, a, b, _, _ = _hidden_blocks(seed=15)
+    part = orbits.orbit_partition(C, a, b)
+    red = sym.reduce_linear(C, a, b, part)
+    out = sym.transport_simplex(red.cost, red.a, red.b)
+    v_red, Q = float(out.value), np.asarray(out.plan)
+    v_full, _ = exp.lp_value(C, a, b)
+    assert bool(out.converged)
+    np.testing.assert_allclose(v_red, v_full, rtol=1e-10)
+    P = np.asarray(sym.lift_linear_plan(Q, C, part, red))
+    np.testing.assert_allclose(P.sum(1), a, atol=1e-14)
+    np.testing.assert_allclose(P.sum(0), b, atol=1e-14)
+    assert P.min() >= 0
+    np.testing.assert_allclose(np.sum(P * C), v_full, rtol=1e-10)
+    block_min = np.asarray(red.cost)[part.row_labels][:, part.col_labels]
+    assert np.all(P[C > block_min + 1e-9] == 0)
+
+
+def test_transport_simplex_matches_highs():
+    """Random 5 x 7 problems (generic, tied integer costs, uniform masses: degenerate pivots)
+    against scipy HiGHS: same value, feasible non-negative plan, converged."""
+    exp = _experiment()
+    simplex = jax.jit(sym.transport_simplex)
+    rng = np.random.default_rng(17)
+    for trial in range(12):
+        C = rng.uniform(size=(5, 7))
+        C = np.round(3 * C) if trial % 3 == 0 else C
+        a, b = rng.uniform(size=5), rng.uniform(size=7)
+        a, b = (np.full(5, 0.2), np.full(7, 1 / 7)) if trial % 4 == 0 else (a / a.sum(),
+                                                                              b / b.sum())
+        out = simplex(C, a, b)
+        x = np.asarray(out.plan)
+        v, _ = exp.lp_value(C, a, b)
+        assert bool(out.converged) and x.min() >= 0
+        np.testing.assert_allclose(float(out.value), v, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(x.sum(1), a, atol=1e-14)
+        np.testing.assert_allclose(x.sum(0), b, atol=1e-14)
+    with pytest.raises(ValueError, match="max_iterations"):
+        sym.transport_simplex(C, a, b, max_iterations=0)
+
+
+def test_dtype_float32_kept():
+    C, a, b = _rings(8, 2, 2, seed=16)
+    part = orbits.orbit_partition(C, a, b)
+    red = sym.reduce_entropic(np.float32(C), np.float32(a), np.float32(b), part, 0.1)
+    assert red.cost.dtype == jnp.float32 and red.a.dtype == jnp.float32
+    f, g = sym.lift_potentials(jnp.zeros(2, jnp.float32), jnp.zeros(2, jnp.float32), red, part)
+    assert f.dtype == jnp.float32 and f.shape == (16,)
+
+
+def test_errors():
+    C, a, b = _rings(4, 2, 2)
+    with pytest.raises(ValueError, match="tol"):
+        orbits.orbit_partition(C, a, b, tol=0.0)
+    with pytest.raises(ValueError, match="max_rounds"):
+        orbits.orbit_partition(C, a, b, max_rounds=0)
+    with pytest.raises(ValueError, match="verify"):
+        orbits.orbit_partition(C, a, b, verify=1)
+    with pytest.raises(ValueError, match="quantize"):
+        orbits.orbit_partition(C, a, b, quantize="floor")
+    with pytest.raises(ValueError, match="weight_tol"):
+        orbits.orbit_partition(C, a, b, weight_tol=-1.0)
+    with pytest.raises(ValueError, match="C must have shape"):
+        orbits.orbit_partition(C[:, :3], a, b)
+    with pytest.raises(ValueError, match="finite"):
+        orbits.orbit_partition(np.full_like(C, np.nan), a, b)
+    with pytest.raises(ValueError, match="n must"):
+        orbits.trivial_partition(0, 2)
+    part = orbits.orbit_partition(C, a, b)
+    with pytest.raises(ValueError, match="epsilon"):
+        sym.reduce_entropic(C, a, b, part, 0.0)
+    with pytest.raises(ValueError, match="relaxation"):
+        sym.symmetric_sinkhorn(relaxation=2.5)
+    red = sym.reduce_entropic(C, a, b, part, 0.1)
+    with pytest.raises(ValueError, match="threshold"):
+        sym.solve_reduced(red, threshold=-1.0)
+    with pytest.raises(ValueError, match="max_iterations"):
+        sym.solve_reduced(red, max_iterations=0)
+    with pytest.raises(ValueError, match="tol"):
+        sym.lift_linear_plan(np.eye(2), C, part, red, tol=-1.0)
+
+
+def test_benchmark_smoke():
+    """The bench entry point runs at a tiny size and returns both ratios with context."""
+    with jax.enable_x64(False):
+        out = _experiment().benchmark(8, 2, repeats=1, include_detection=False)
+    assert out["ratio_median"] > 0 and out["including_detection"]["ratio_median"] > 0
+    assert (out["n"], out["p"], out["q"], out["group_order"]) == (16, 2, 2, 16)
+    assert "partition precomputed" in out["ratio"]
+    assert max(out["reduced_marginal_err"]) <= 1e-5
+
+
+# claims whose outcome depends on the machine's wall clock (reported, not asserted here)
+_TIMING = {"speed_time_ratio_incl_detection"}
+
+
+@pytest.mark.claims
+def test_claims_quick():
+    """Every claim at QUICK size (key 0). The exactness, noise and molecule claims are
+    deterministic and must pass except those in KNOWN_FAILING; the timing claim is reported.
+    Measured at QUICK (key 0): value error 1.4e-15 vs 1e-6, plan error 3.0e-14 vs 1e-7, LP
+    error 1.4e-15 vs 1e-8, noisy cluster error 1.7e-3 vs 1e-2 at pq/nm = 0.0039, rounding gives
+    no reduction (pq/nm = 1, KNOWN_FAILING), time ratio incl. detection 0.49 vs 0.2 (timing,
+    KNOWN_FAILING)."""
+    exp = _experiment()
+    from experiments import common
+
+    results = common.quick_results(exp)
+    checked = theory.check(exp.CLAIMS, results)
+    failed = {r.name for r in checked if not r.passed}
+    assert failed - _TIMING <= set(exp.KNOWN_FAILING), theory.format_claims(checked)
+    assert "noise_round_tol_1e-2_reduction" in failed  # documented non-reproduction
+    summary = exp.summarize(results)
+    assert summary["claim 3 n, p, q, |G|"][1:3] == [8, 8]
