@@ -299,12 +299,13 @@ def seed_of(key) -> int:
     return int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
 
 
-def rbg_key(seed: int):
-    """A typed ``unsafe_rbg`` key: on the CPU it compiles much faster than threefry inside the
-    experiments' large vmapped programs (the random streams differ from threefry's)."""
+def rbg_key(seed):
+    """A typed ``unsafe_rbg`` key from an int seed (or a traced integer inside ``jit``): on the
+    CPU it compiles much faster than threefry inside the experiments' large vmapped programs
+    (the random streams differ from threefry's)."""
     import jax
 
-    return jax.random.key(int(seed), impl="unsafe_rbg")
+    return jax.random.key(seed, impl="unsafe_rbg")
 
 
 # --------------------------------------------------------------------------- figures
