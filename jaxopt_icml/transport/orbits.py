@@ -68,7 +68,8 @@ class OrbitPartition(NamedTuple):
       row_reps: ``(p,)`` int32, the first row of each class.
       col_reps: ``(q,)`` int32, the first column of each class.
       rounds: refinement rounds run.
-      fallback: ``True`` when the exact check failed and the discrete partition was returned.
+      fallback: ``True`` when refinement did not stabilise within ``max_rounds`` or the exact
+        check failed (a hash collision); the discrete partition was then returned.
       row_members: ``(p, max r_s)`` int32, the rows of each class, padded with ``-1`` (lets
         reductions sum a class with a vectorised reduce instead of a sequential scatter, which
         loses float32 accuracy on classes of hundreds of points).
@@ -275,6 +276,13 @@ def orbit_partition(C, a, b, *, tol: float = 1e-9, max_rounds: int = 50,
                          f"got {C.shape}")
     if not np.all(np.isfinite(C)):
         raise ValueError("C must be finite")
+    if not (np.all(a >= 0) and np.all(b >= 0) and a.sum() > 0 and b.sum() > 0):
+        raise ValueError("a and b must be nonnegative with positive mass")
+    if quantize == "round" and (float(C.max()) - float(C.min())) / tol >= 2.0 ** 62:
+        # the int64 codes rint(C / tol) would saturate and every cost would look equal
+        raise ValueError(f"cost range / tol = {(float(C.max()) - float(C.min())) / tol:.3g} "
+                         "overflows the int64 cost codes: use a larger tol (or quantize="
+                         "'cluster')")
     n, m = C.shape
     rng = np.random.default_rng(seed)
     with jax.enable_x64(True):
@@ -283,7 +291,7 @@ def orbit_partition(C, a, b, *, tol: float = 1e-9, max_rounds: int = 50,
         base = _hash_base(codes, rng.integers(0, 2**63, dtype=np.uint64))
     row = _relabel(np.rint(a / (weight_tol * a.mean())).astype(np.int64))
     col = _relabel(np.rint(b / (weight_tol * b.mean())).astype(np.int64))
-    rounds = 0
+    rounds, stable = 0, False
     for rounds in range(1, max_rounds + 1):  # noqa: B007 - rounds is reported
         salt_c = rng.integers(0, 2**63, size=int(col.max()) + 1, dtype=np.uint64)
         salt_r = rng.integers(0, 2**63, size=int(row.max()) + 1, dtype=np.uint64)
@@ -296,6 +304,8 @@ def orbit_partition(C, a, b, *, tol: float = 1e-9, max_rounds: int = 50,
         if stable:
             break
     part = _partition(row, col, rounds)
-    if verify and not _with_x64(_equitable, codes, part):
+    # Not stable after max_rounds (1-WL can need up to ~n rounds, e.g. on a path) or not
+    # equitable (a hash collision): the partition may be wrong, so fall back to the full problem.
+    if not stable or (verify and not _with_x64(_equitable, codes, part)):
         return _partition(np.arange(n), np.arange(m), rounds, fallback=True)
     return part

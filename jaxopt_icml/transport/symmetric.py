@@ -53,6 +53,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from ott.geometry import geometry
 from ott.problems.linear import linear_problem
 from ott.solvers.linear import sinkhorn
@@ -133,6 +134,15 @@ def _reduced_weights(a, b, part, dtype):
     return ra, rb, r, s
 
 
+def _check_partition(C, part: OrbitPartition, name: str) -> None:
+    """``ValueError`` unless ``part`` was built for a cost of ``C``'s shape (JAX would clamp the
+    out-of-range gathers and silently reduce another problem)."""
+    want = (int(np.size(part.row_labels)), int(np.size(part.col_labels)))
+    if tuple(np.shape(C)) != want:
+        raise ValueError(f"{name}: C has shape {tuple(np.shape(C))} but the partition is for "
+                         f"{want}")
+
+
 def reduce_entropic(C, a, b, part: OrbitPartition, epsilon) -> ReducedOT:
     r"""The reduced entropic problem ``(C~, a~, b~)`` on the orbit space (jit-compatible).
 
@@ -165,6 +175,7 @@ def reduce_entropic(C, a, b, part: OrbitPartition, epsilon) -> ReducedOT:
     available; this one is derived in the module docstring from equitability).
     """
     check_float("epsilon", epsilon, allow_schedule=False)
+    _check_partition(C, part, "reduce_entropic")
     C = jnp.asarray(C)
     dtype = compute_dtype(C.dtype)
     eps = jnp.asarray(epsilon, dtype)
@@ -181,6 +192,7 @@ def reduce_linear(C, a, b, part: OrbitPartition) -> ReducedOT:
     """The reduced linear problem: ``C0~_st = min_{j in S_t} C_{i_s j}``, weights as in
     :func:`reduce_entropic`, ``epsilon = 0`` (jit-compatible). ``OT(a, b, C)`` equals the
     reduced LP value exactly when ``part`` is equitable."""
+    _check_partition(C, part, "reduce_linear")
     C = jnp.asarray(C)
     dtype = compute_dtype(C.dtype)
     rows = C[jnp.asarray(part.row_reps)].astype(dtype)  # (p, m)
@@ -233,6 +245,7 @@ def lift_linear_plan(Q, C, part: OrbitPartition, reduced: ReducedOT, *, tol: flo
       The ``(n, m)`` plan.
     """
     check_float("tol", tol, strict=False, allow_schedule=False)
+    _check_partition(C, part, "lift_linear_plan")
     C = jnp.asarray(C)
     rl, cl = jnp.asarray(part.row_labels), jnp.asarray(part.col_labels)
     mask = C <= reduced.cost[rl][:, cl] + tol
@@ -526,6 +539,14 @@ def transport_simplex(cost, a, b, *, max_iterations: int | None = None) -> Trans
     dtype = compute_dtype(C.dtype)
     C = C.astype(dtype)
     a, b = jnp.asarray(a, dtype), jnp.asarray(b, dtype)
+    if C.ndim != 2 or a.shape != (C.shape[0],) or b.shape != (C.shape[1],):
+        raise ValueError(f"transport_simplex: cost must be (p, q) with a (p,) and b (q,), got "
+                         f"{C.shape}, {a.shape}, {b.shape}")
+    if not isinstance(a, jax.core.Tracer) and not isinstance(b, jax.core.Tracer):
+        gap = abs(float(jnp.sum(a)) - float(jnp.sum(b)))
+        if gap > 1e3 * float(jnp.finfo(dtype).eps) * max(float(jnp.sum(a)), 1.0):
+            raise ValueError(f"transport_simplex: a and b must have the same total mass, got "
+                             f"{float(jnp.sum(a))} and {float(jnp.sum(b))}")
     p, q = C.shape
     cap = 4 * (p + q) ** 2 if max_iterations is None else max_iterations
     cap = check_static_int("max_iterations", cap)

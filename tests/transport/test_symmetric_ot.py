@@ -91,17 +91,23 @@ def _same_partition(labels, truth):
     return len(pairs) == len(set(labels.tolist())) == len(set(truth.tolist()))
 
 
-def _bruteforce_equitable(C, part):
-    """Every row of R_s has the same sorted costs on S_t as R_s's first row; columns alike."""
+def _bruteforce_equitable(C, part, a=None, b=None):
+    """Every row of R_s has the same sorted costs on S_t as R_s's first row; columns alike
+    (to 1e-12 absolute, no relative slack); the weights are constant on classes."""
+    for w, labels in ((a, part.row_labels), (b, part.col_labels)):
+        if w is not None:
+            for c in np.unique(labels):
+                if np.ptp(np.asarray(w)[labels == c]) > 1e-12:
+                    return False
     for s in range(part.num_row_classes):
         R = np.flatnonzero(part.row_labels == s)
         for t in range(part.num_col_classes):
             S = np.flatnonzero(part.col_labels == t)
             block = np.sort(C[np.ix_(R, S)], axis=1)
-            if not np.allclose(block, block[:1], atol=1e-12):
+            if not np.allclose(block, block[:1], rtol=0, atol=1e-12):
                 return False
             block = np.sort(C[np.ix_(R, S)], axis=0)
-            if not np.allclose(block, block[:, :1], atol=1e-12):
+            if not np.allclose(block, block[:, :1], rtol=0, atol=1e-12):
                 return False
     return True
 
@@ -113,14 +119,14 @@ def test_recovers_ring_orbits():
     np.testing.assert_array_equal(part.row_labels, np.repeat(np.arange(3), 12))
     np.testing.assert_array_equal(part.col_labels, np.repeat(np.arange(2), 12))
     np.testing.assert_array_equal(part.row_sizes, [12, 12, 12])
-    assert _bruteforce_equitable(C, part)
+    assert _bruteforce_equitable(C, part, a, b)
 
 
 def test_recovers_hidden_shuffled_symmetry():
     C, a, b, rt, ct = _hidden_blocks()
     part = orbits.orbit_partition(C, a, b)
     assert _same_partition(part.row_labels, rt) and _same_partition(part.col_labels, ct)
-    assert _bruteforce_equitable(C, part)
+    assert _bruteforce_equitable(C, part, a, b)
     # reps are members of their class, classes numbered by first occurrence
     np.testing.assert_array_equal(part.row_labels[part.row_reps], np.arange(2))
     assert np.all(np.diff(part.row_reps) > 0)
@@ -385,3 +391,23 @@ def test_claims_quick():
     assert "noise_round_tol_1e-2_reduction" in failed  # documented non-reproduction
     summary = exp.summarize(results)
     assert summary["claim 3 n, p, q, |G|"][1:3] == [8, 8]
+
+
+def test_unstable_refinement_and_code_overflow_fall_back_or_raise():
+    """A path graph needs ~n/2 refinement rounds: capped at 3 the partition is not yet stable
+    and must fall back to the full problem (even without the exact check); a cost range that
+    overflows the int64 codes raises."""
+    n = 40
+    idx = np.arange(n)
+    C = (np.abs(idx[:, None] - idx[None, :]) == 1).astype(np.float64)  # path-graph adjacency
+    w = np.full(n, 1.0 / n)
+    part = orbits.orbit_partition(C, w, w, max_rounds=3, verify=False)
+    assert part.fallback and part.num_row_classes == n
+    full = orbits.orbit_partition(C, w, w)
+    assert not full.fallback and full.num_row_classes == n // 2  # the reflection orbits
+    with pytest.raises(ValueError, match="overflows"):
+        orbits.orbit_partition(C * 1e10, w, w)
+    with pytest.raises(ValueError, match="partition"):
+        sym.reduce_linear(C[:-1, :-1], w[:-1], w[:-1], full)
+    with pytest.raises(ValueError, match="same total mass"):
+        sym.transport_simplex(np.eye(2), np.array([0.5, 0.5]), np.array([0.7, 0.7]))
