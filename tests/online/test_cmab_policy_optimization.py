@@ -43,6 +43,11 @@ CONTRACT_CASES = (
         "squarecb", cmab.squarecb, {"gamma_scale": 3.0, **_SIZES}, _small_env, stochastic=True,
         invalid=(({"gamma_scale": 0.0}, "gamma_scale"),
                  ({"num_functions": 1.5}, "num_functions"))),
+    AlgorithmCase(
+        "falcon", cmab.falcon, {"gamma_scale": 3.0, **_SIZES, "first_epoch": 2, "max_epochs": 4},
+        _small_env, stochastic=True, invalid=(({"gamma_scale": -1.0}, "gamma_scale"),)),
+    # (no case for epsilon_greedy: its Step.x is the greedy distribution, which for the
+    # matrix's few steps on this small class is the same for every seed)
 )
 
 

@@ -44,6 +44,9 @@ CONTRACT_CASES = (
     AlgorithmCase(
         "nonadaptive_oja", sp.nonadaptive_oja, {"step_size": 0.02}, _problem, stochastic=True,
         invalid=(({"step_size": -0.1}, "step_size"),)),
+    AlgorithmCase("oja", sp.oja, {"step_size": _schedule}, _problem, stochastic=True,
+                  invalid=(({"step_size": 0.0}, "step_size"),)),
+    AlgorithmCase("adaptive_grouse", sp.adaptive_grouse, {}, _problem, stochastic=True),
     AlgorithmCase(
         "sample_covariance_pca", sp.sample_covariance_pca, {}, _problem_f32_f64,
         stochastic=True, bfloat16=False),

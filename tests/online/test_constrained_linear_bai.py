@@ -39,6 +39,10 @@ CONTRACT_CASES = (
                  ({"dual_lr": -1.0}, "dual_lr"), ({"qp_steps": -1}, "qp_steps"),
                  ({"ridge": 0.0}, "ridge"), ({"threshold": "kl"}, "threshold"),
                  ({"forced_exploration": 1}, "forced_exploration"))),
+    AlgorithmCase(
+        "constrained_linbai_track_and_stop", lb.constrained_linbai_track_and_stop,
+        {"delta": 0.1, "inner_steps": 3, "qp_steps": 3, "ridge": 0.1}, _small_problem,
+        stochastic=True, invalid=(({"inner_steps": 0}, "inner_steps"),)),
 )
 
 

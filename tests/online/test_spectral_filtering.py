@@ -52,6 +52,9 @@ CONTRACT_CASES = (
                   invalid=(({"num_filters": 0}, "num_filters"),)),
     AlgorithmCase("kalman_predictor", osf_lib.kalman_predictor, {"hidden_dim": 6},
                   _small_problem, invalid=(({"hidden_dim": 0}, "hidden_dim"),)),
+    AlgorithmCase("online_ar", osf_lib.online_ar, {"ar_order": 3}, _small_problem,
+                  invalid=(({"ar_order": 0}, "ar_order"),)),
+    AlgorithmCase("persistence", osf_lib.persistence, {}, _small_problem),
 )
 
 
