@@ -152,6 +152,39 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
                      "symmetric_entropic_ot", "symmetric_sinkhorn", "transport_simplex"),
     "ho_sfl": ("ho_sfl", "fo_sfl", "zo_fl", "ho_sfl_worker", "fo_sfl_worker", "zo_fl_worker",
                "client_zo_deltas", "split_loss", "make_split_data", "SplitState"),
+    "apub": (
+        "ReweighterState", "apub_value", "bootstrap_weights", "clt_bound", "efron_bound",
+        "exact_bootstrap_law", "newsvendor_apub_m", "newsvendor_cost",
+        "newsvendor_lognormal_expected_cost", "scenario_reweighter", "scenario_weights",
+        "tail_weights", "upper_cvar", "LPSolution", "LinearProgram", "PDHGState", "PreparedLP",
+        "kkt_residuals", "pdhg_lp", "prepare_lp", "solve_lp", "LShapedResult",
+        "ProductMixScenarios", "TwoStageLP", "apub_objective", "extensive_form", "l_shaped",
+        "product_mix", "product_mix_recourse", "sample_product_mix"
+    ),
+    "dro_assortment": (
+        "attractions", "brute_force_assortment", "dro_assortment", "mnl_choice_probs",
+        "mnl_revenue", "revenue_ordered_sets", "robust_dual", "robust_revenue", "robust_value",
+        "subset_masks", "worst_case_distribution", "ContextualMNL", "DRMNLState", "dr_mnl_bandit",
+        "mle_theta", "mnl_neg_log_likelihood", "sample_choices"
+    ),
+    "dr_nodewise_clustering": (
+        "ADMMState", "NodewiseProblem", "dro_admm", "dro_objective", "dro_radius",
+        "nodewise_problem", "radius_samples", "spectral_prox", "BlockModel", "block_model",
+        "clustering_accuracy", "kmeans", "spectral_clustering", "spectral_embedding",
+        "correlation_kmeans", "lasso_lambda_max", "lasso_nodewise", "lasso_objective"
+    ),
+    "credro": (
+        "CredalUncertainty", "credal_uncertainty", "eu_au", "greedy_lower_entropy", "intervals",
+        "lower_entropy", "mutual_information", "tighten", "upper_entropy", "upper_entropy_argmax",
+        "ClassificationData", "EnsembleState", "chi2_divergence", "credal_ensemble",
+        "deep_ensemble", "dro_loss", "dro_weights", "ensemble_weights", "member_probs"
+    ),
+    "robust_sim": (
+        "AggregateState", "FilterResult", "aggregate", "aggregate_tree", "filter_mean",
+        "median_of_means", "trimmed_mean", "RobustGDState", "SIMData", "SpectralInit",
+        "esc_constant", "hessian_2d", "min_eig_2d", "per_example_grads", "population_hessian",
+        "robust_gd", "robust_spectral_init"
+    ),
 }
 
 # What every experiment module defines (see CONVENTIONS.md section 8).
