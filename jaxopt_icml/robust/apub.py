@@ -146,14 +146,20 @@ def tail_weights(values, alpha, probs=None) -> jax.Array:
     values = jnp.asarray(values)
     dt = values.dtype if jnp.issubdtype(values.dtype, jnp.floating) else jnp.float32
     m = values.shape[-1]
-    if probs is None:
-        probs = jnp.full(values.shape, 1.0 / m, dt)
-    probs = jnp.broadcast_to(jnp.asarray(probs, dt), values.shape)
     alpha = jnp.asarray(alpha, dt)
     order = jnp.argsort(-values, axis=-1, stable=True)
-    p = jnp.take_along_axis(probs, order, axis=-1)
-    cum = jnp.cumsum(p, axis=-1)
-    lam_sorted = jnp.maximum(jnp.minimum(cum, alpha) - jnp.minimum(cum - p, alpha), 0) / alpha
+    if probs is None:
+        # uniform atoms, in units of one atom: the descending rank r gets clip(alpha M - r, 0, 1)
+        # / (alpha M) (exact integers; a float32 cumsum of 1/M drifts by ~1e-5 at M = 20000
+        # and put a spurious weight on the atom after the tail)
+        am = alpha * m
+        r = jnp.broadcast_to(jnp.arange(m, dtype=dt), values.shape)
+        lam_sorted = jnp.clip(am - r, 0, 1) / am
+    else:
+        probs = jnp.broadcast_to(jnp.asarray(probs, dt), values.shape)
+        p = jnp.take_along_axis(probs, order, axis=-1)
+        cum = jnp.cumsum(p, axis=-1)
+        lam_sorted = jnp.maximum(jnp.minimum(cum, alpha) - jnp.minimum(cum - p, alpha), 0) / alpha
     # back to the original order by a scatter (cheaper than a second argsort)
     flat_order = order.reshape(-1, m)
     out = jax.vmap(lambda o, v: jnp.zeros((m,), v.dtype).at[o].set(v))(
@@ -180,15 +186,18 @@ def efron_bound(values, alpha, probs=None) -> jax.Array:
     _check_alpha(alpha)
     values = jnp.asarray(values)
     m = values.shape[-1]
-    if probs is None:
-        probs = jnp.full(values.shape, 1.0 / m, values.dtype)
-    probs = jnp.broadcast_to(jnp.asarray(probs, values.dtype), values.shape)
     order = jnp.argsort(values, axis=-1, stable=True)
     v = jnp.take_along_axis(values, order, axis=-1)
-    cum = jnp.cumsum(jnp.take_along_axis(probs, order, axis=-1), axis=-1)
-    # first index whose cumulative probability reaches 1 - alpha (a small slack for round-off)
     tol = 16 * jnp.finfo(values.dtype).eps
-    idx = jnp.sum(cum < 1.0 - jnp.asarray(alpha, values.dtype) - tol, axis=-1)
+    alpha = jnp.asarray(alpha, values.dtype)
+    # first index whose cumulative probability reaches 1 - alpha (a small slack for round-off)
+    if probs is None:  # uniform: cumulative counts k = 1..M are exact integers
+        k = jnp.arange(1, m + 1, dtype=values.dtype)
+        idx = jnp.broadcast_to(jnp.sum(k < m * (1.0 - alpha) * (1.0 - tol)), values.shape[:-1])
+    else:
+        probs = jnp.broadcast_to(jnp.asarray(probs, values.dtype), values.shape)
+        cum = jnp.cumsum(jnp.take_along_axis(probs, order, axis=-1), axis=-1)
+        idx = jnp.sum(cum < 1.0 - alpha - tol, axis=-1)
     idx = jnp.minimum(idx, m - 1)
     return jnp.take_along_axis(v, idx[..., None], axis=-1)[..., 0]
 
@@ -292,6 +301,7 @@ def scenario_reweighter(
         raise ValueError(f"projection must be callable or None, got {projection!r}")
     proj = (lambda x: x) if projection is None else projection
 
+    @jax.jit
     def init(x0, key):
         W = bootstrap_weights(key, num_scenarios, num_boot, jnp.float32)
         return ReweighterState(x=x0, W=W, inner=optimizer.init(x0),
@@ -300,6 +310,12 @@ def scenario_reweighter(
     def update(state, oracle, key):
         del key
         costs, grads = oracle.scenario_value_and_grad(state.x)
+        return _step(state, costs, grads)
+
+    # everything after the oracle call is one compiled call when used eagerly (the oracle
+    # itself may be any Python object, so it stays outside)
+    @jax.jit
+    def _step(state, costs, grads):
         ct = jnp.promote_types(costs.dtype, jnp.float32)
         value, omega = scenario_weights(costs.astype(ct), state.W.astype(ct), alpha)
         g = jax.tree.map(

@@ -323,7 +323,9 @@ def pdhg_lp(*, inner_iters: int = 64, step_scale: float = 0.95) -> base.OracleAl
                 "restarted": restart.astype(jnp.int32)}
         return base.Step(x=(xo, yo), info=info), state
 
-    return base.OracleAlgorithm(init=init, update=update)
+    # jitted as a whole: called eagerly, the restart logic is one compiled call instead of
+    # dozens of op-by-op dispatches (the oracle is always a PreparedLP pytree)
+    return base.OracleAlgorithm(init=init, update=jax.jit(update))
 
 
 def solve_lp(lp: LinearProgram, *, tol: float = 1e-6, max_iters: int = 20000,

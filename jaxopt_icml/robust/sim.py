@@ -294,7 +294,7 @@ def make_data(key, link, *, n: int, d: int, eps=0.0, sigma=0.1, df=3.0, norm=1.0
       eps: corrupted fraction in ``[0, 0.5)`` (may be traced).
       sigma: noise scale ``>= 0`` (the Student-t variable is multiplied by it).
       df: Student-t degrees of freedom ``> 0`` (``3``: finite variance, infinite 4th moment).
-      norm: ``||beta*||``.
+      norm: ``||beta*|| > 0``.
       adv_scale, adv_noise, adv_y: the adversary's cluster.
       dtype: float dtype (default: JAX's default float).
 
@@ -306,6 +306,7 @@ def make_data(key, link, *, n: int, d: int, eps=0.0, sigma=0.1, df=3.0, norm=1.0
     rm._check_eps(eps)
     check_float("sigma", sigma, strict=False, allow_schedule=False)
     check_float("df", df, allow_schedule=False)
+    check_float("norm", norm, allow_schedule=False)
     lk = _link(link)
     dt = jnp.result_type(float) if dtype is None else jnp.dtype(dtype)
     kb, kx, kn, kp, ku, ka = jax.random.split(key, 6)
@@ -362,8 +363,11 @@ def robust_spectral_init(X, y, eps, key, *, link, norm=1.0, rounds: int = 10, th
        - y_i)^2.
 
     ``E S = E[y^2] I + c_ESC beta* beta*^T``, so ``v -> +-beta*`` when ``c_ESC > 0``. The top
-    eigenvector comes from ``eig_iters`` power iterations on ``S - (tr S / d) I`` from a random
-    start (``key``): no LAPACK call, so it vmaps over seeds without the batched-``eigh``
+    eigenvector comes from ``eig_iters`` power iterations on ``S - c I`` from a random
+    start (``key``), with ``c = max(0, min_i (S_ii - sum_{j != i} |S_ij|))`` a Gershgorin lower
+    bound on ``lambda_min(S)``, so ``S - c I`` is PSD and the iteration finds the TOP
+    eigenvector (convergence ratio ``(lambda_2 - c) / (lambda_1 - c)``; ``S v = 0`` keeps
+    ``v``): no LAPACK call, so it vmaps over seeds without the batched-``eigh``
     deadlock of this CPU jaxlib; the tests compare it with ``numpy.linalg.eigh``.
 
     Args:
@@ -407,13 +411,20 @@ def robust_spectral_init(X, y, eps, key, *, link, norm=1.0, rounds: int = 10, th
                          power_iters=power_iters)
     w = res.kept.astype(dt)
     S = (W * w[:, None]).T @ W / jnp.sum(w)
-    S = S - jnp.trace(S) / d * jnp.eye(d, dtype=dt)
+    # S is PSD; shift by a LOWER bound on lambda_min (Gershgorin, clipped at 0) so that S - cI
+    # stays PSD and its largest-|eigenvalue| eigenvector is the top one. (A shift by the mean
+    # eigenvalue tr S / d would converge to the bottom eigenvector whenever
+    # lambda_max - mean < mean - lambda_min.)
+    off = jnp.sum(jnp.abs(S), axis=1) - jnp.abs(jnp.diagonal(S))
+    c = jnp.maximum(jnp.min(jnp.diagonal(S) - off), 0.0)
+    S = S - c * jnp.eye(d, dtype=dt)
     v = jax.random.normal(key, (d,), dt)
     v = v / jnp.linalg.norm(v)
 
     def body(_, v):
         u = S @ v
-        return u / jnp.linalg.norm(u)
+        nu = jnp.linalg.norm(u)
+        return jnp.where(nu > 0, u / jnp.where(nu > 0, nu, 1.0), v)
 
     v = jax.lax.fori_loop(0, eig_iters, body, v)
     cand = jnp.asarray(norm, dt) * v
@@ -429,15 +440,22 @@ def per_example_grads(link, beta, X, y, *, loss: str = "squared", huber_c=1.345)
 
     ``psi(r) = r`` for the squared loss ``r^2/2``; for ``loss="huber"``,
     ``psi(r) = clip(r, -delta, delta)`` with ``delta = huber_c * 1.4826 MAD(r)`` re-estimated
-    at every call (the Huber-GD baseline).
+    at every call (the Huber-GD baseline). When ``MAD(r) = 0`` the scale falls back to
+    ``sqrt(pi/2) mean|r - med r|``, and to no clipping when all residuals are equal.
     """
     check_choice("loss", loss, ("squared", "huber"))
     lk = _link(link)
     z = X @ beta
     r = lk.f(z) - y
     if loss == "huber":
-        med = jnp.median(r)
-        delta = huber_c * 1.482602218505602 * jnp.median(jnp.abs(r - med))
+        dev = jnp.abs(r - jnp.median(r))
+        # floor for MAD = 0 (more than half the residuals equal): the mean absolute deviation
+        # (sqrt(pi/2) mean|r - med| is the SD for a Gaussian); if that is 0 too, all residuals
+        # are equal, nothing is an outlier and nothing is clipped (delta = inf)
+        mean_dev = math.sqrt(math.pi / 2) * jnp.mean(dev)
+        scale = rm._MAD_TO_SD * jnp.median(dev)
+        scale = jnp.where(scale > 0, scale, jnp.where(mean_dev > 0, mean_dev, jnp.inf))
+        delta = huber_c * scale
         r = jnp.clip(r, -delta, delta)
     return (r * lk.df(z))[:, None] * X
 

@@ -156,6 +156,16 @@ def product_mix_recourse(x, hours, demand):
     return val[i], -lam[i]
 
 
+@jax.jit  # one compiled call when used eagerly (the 15-vertex enumeration is many small ops)
+def _pm_value_and_grad(x, hours, demand):
+    ct = jnp.promote_types(hours.dtype, jnp.float32)
+    xc = x.astype(ct)
+    Q, dQ = jax.vmap(product_mix_recourse, in_axes=(None, 0, 0))(
+        xc, hours.astype(ct), demand.astype(ct))
+    c = jnp.asarray(COST, ct)
+    return c @ xc + Q, c[None, :] + dQ
+
+
 class ProductMixScenarios(NamedTuple):
     """Oracle for :func:`jaxopt_icml.robust.apub.scenario_reweighter`: ``hours (N, 2, 4)``,
     ``demand (N, 4)``. ``scenario_value_and_grad(x)`` returns the exact per-scenario costs
@@ -166,12 +176,7 @@ class ProductMixScenarios(NamedTuple):
     demand: jax.Array
 
     def scenario_value_and_grad(self, x):
-        ct = jnp.promote_types(self.hours.dtype, jnp.float32)
-        xc = x.astype(ct)
-        Q, dQ = jax.vmap(product_mix_recourse, in_axes=(None, 0, 0))(
-            xc, self.hours.astype(ct), self.demand.astype(ct))
-        c = jnp.asarray(COST, ct)
-        return c @ xc + Q, c[None, :] + dQ
+        return _pm_value_and_grad(x, self.hours, self.demand)
 
     def expected_cost(self, x):
         """Mean cost over the stored scenarios (a Monte Carlo estimate of ``E F(x, xi)``)."""

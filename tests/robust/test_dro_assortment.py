@@ -35,7 +35,7 @@ def _bandit_problem(key, dtype):
 
 CONTRACT_CASES = (
     AlgorithmCase(
-        "dr_mnl_bandit", mb.dr_mnl_bandit, {"rho": 0.2, "divergence": "kl", "cap": 2},
+        "dr_mnl_bandit", mb.dr_mnl_bandit, {"rho": 0.2, "divergence": "kl"},
         _bandit_problem, stochastic=True,
         invalid=(({"rho": -0.1}, "rho"), ({"divergence": "hellinger"}, "divergence"),
                  ({"cap": 0}, "cap"), ({"cap": 2.0}, "cap"), ({"reg": 0.0}, "reg"),
@@ -51,6 +51,7 @@ def _x64():
 
 _value = jax.jit(asst.robust_value, static_argnames=("divergence",))
 _wc = jax.jit(asst.worst_case_distribution, static_argnames=("divergence",))
+_dual = jax.jit(asst.robust_dual, static_argnames=("divergence",))
 _dro = jax.jit(asst.dro_assortment, static_argnames=("divergence", "cap", "return_value"))
 _brute = jax.jit(asst.brute_force_assortment, static_argnames=("divergence", "cap"))
 
@@ -103,13 +104,16 @@ def _random_outcomes(rng, m=5):
 @pytest.mark.parametrize("div", ["kl", "chi2", "tv"])
 def test_duals_match_primal_solvers(div):
     rng = np.random.default_rng({"kl": 0, "chi2": 1, "tv": 2}[div])
-    for i in range(6):
+    for i in range(7):
         p, r = _random_outcomes(rng)
         if i == 0:
             r[0] = 0.0
-        rho = (0.01, 0.05, 0.2, 0.5, 1.5, 0.1)[i]
+        rho = (0.01, 0.05, 0.2, 0.5, 1.5, 0.1, 0.0)[i]
         got = float(_value(jnp.asarray(p), jnp.asarray(r), rho, div))
-        ref = linprog_tv(p, r, rho) if div == "tv" else slsqp_primal(p, r, rho, div)
+        if rho == 0:
+            ref = float(p @ r)
+        else:
+            ref = linprog_tv(p, r, rho) if div == "tv" else slsqp_primal(p, r, rho, div)
         np.testing.assert_allclose(got, ref, atol=1e-7, err_msg=f"{div} rho={rho} case {i}")
         # weak duality made strict: the worst-case q is feasible and attains the value
         q = np.asarray(_wc(jnp.asarray(p), jnp.asarray(r), rho, div))
@@ -119,6 +123,12 @@ def test_duals_match_primal_solvers(div):
         # is flat there, so q inherits a ~1e-8 error while the value is exact)
         assert dist(q, p) <= rho + 1e-6, (div, dist(q, p), rho)
         np.testing.assert_allclose(q @ r, got, atol=1e-7)
+        if rho == 0:
+            np.testing.assert_allclose(q, p, atol=1e-15)
+        if div == "tv":  # eta maximises the LP dual E_p min(r, eta) - rho (eta - r_min)
+            eta = float(_dual(jnp.asarray(p), jnp.asarray(r), rho, div)[1])
+            lp = p @ np.minimum(r, eta) - rho * (eta - r.min())
+            np.testing.assert_allclose(lp, ref, atol=1e-12)
 
 
 @pytest.mark.parametrize("div", ["kl", "chi2", "tv"])
@@ -130,6 +140,12 @@ def test_dual_limits(div):
     np.testing.assert_allclose(float(_value(p, r, 0.0, div)), 1.3, rtol=1e-12)
     big = {"kl": -np.log(0.2) + 0.01, "chi2": 1 / 0.2 - 1 + 0.01, "tv": 0.8}[div]
     np.testing.assert_allclose(float(_value(p, r, big, div)), 0.0, atol=1e-9)
+    # tiny rho: mean - sqrt(2 rho var) (KL), mean - sqrt(rho var) (chi2) up to O(rho) (the KL
+    # maximiser lam* ~ sqrt(var / (2 rho)) = 4e7 must lie inside the search bracket)
+    if div != "tv":
+        tiny, var = 1e-16, 0.61
+        expect = 1.3 - np.sqrt({"kl": 2.0, "chi2": 1.0}[div] * tiny * var)
+        np.testing.assert_allclose(float(_value(p, r, tiny, div)), expect, atol=1e-12)
     # the value is nonincreasing in rho
     vals = [float(_value(p, r, rho, div)) for rho in (0.0, 0.01, 0.1, 0.3, 0.6)]
     assert np.all(np.diff(vals) <= 1e-12), vals
@@ -187,7 +203,10 @@ _SUBSETS8 = asst.subset_masks(8)
 
 
 @jax.jit
+@jax.vmap
 def _all_subset_values(v, r, rho):
+    """``R_rho`` of every nonempty subset per divergence, per instance ``(instances, 255)``
+    (one program for the three divergences)."""
     return {div: jax.vmap(lambda m, div=div: asst.robust_revenue(m, v, r, rho, div))(
         jnp.asarray(_SUBSETS8)) for div in asst.DIVERGENCES}
 
@@ -220,8 +239,7 @@ def test_scan_and_capped_search_equal_brute_force(div):
     capped revenue-ordered prefix is far from optimal and the search picks item 3."""
     v, r, rho = _instances8()
     (scan_m, scan_v), (cap_m, cap_v) = _scan_capped(div)(v, r, rho)
-    vals = np.stack([np.asarray(_all_subset_values(v[i], r[i], rho[i])[div])
-                     for i in range(v.shape[0])])
+    vals = np.asarray(_all_subset_values(v, r, rho)[div])
     small = _SUBSETS8.sum(1) <= 3
     np.testing.assert_allclose(np.asarray(scan_v), vals.max(1), atol=1e-10)
     np.testing.assert_allclose(np.asarray(cap_v), np.where(small, vals, -1).max(1), atol=1e-10)
@@ -239,26 +257,40 @@ def test_scan_and_capped_search_equal_brute_force(div):
 
 
 _mle = jax.jit(mb.mle_theta)
-_nll = jax.jit(mb.mnl_neg_log_likelihood)
-_nll_grad = jax.jit(jax.grad(mb.mnl_neg_log_likelihood))
+_nll_vg = jax.jit(jax.value_and_grad(mb.mnl_neg_log_likelihood))
+
+
+def _scipy_fun(z, masks, c, w):
+    """``theta -> (L_n, grad L_n)`` for scipy (one jitted call per BFGS evaluation)."""
+    def fun(th):
+        val, grad = _nll_vg(jnp.asarray(th), z, masks, c, w, 1.0)
+        return float(val), np.asarray(grad)
+    return fun
+
+
+def _mle_data(seed):
+    """3000 rounds, N = 5, d = 3: true theta, features, offered sets and MNL choices drawn in
+    NumPy (Gumbel-max over the outside option and the offered items), independently of
+    ``sample_choices``, which is checked separately below."""
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(3)
+    z = rng.standard_normal((3000, 5, 3))
+    masks = rng.random((3000, 5)) < 0.5
+    util = np.concatenate([np.zeros((3000, 1)), np.where(masks, z @ theta, -np.inf)], axis=1)
+    c = np.argmax(util + rng.gumbel(size=util.shape), axis=1).astype(np.int32)
+    return tuple(jnp.asarray(x) for x in (theta, z, masks, c))
 
 
 def test_mle_matches_scipy_and_true_theta():
-    kz, km, kc, kt = jax.random.split(jax.random.PRNGKey(0), 4)
-    theta = jax.random.normal(kt, (3,))
-    z = jax.random.normal(kz, (3000, 5, 3))
-    masks = jax.random.bernoulli(km, 0.5, (3000, 5))
-    c = jax.jit(mb.sample_choices)(kc, theta, z, masks)
+    theta, z, masks, c = _mle_data(0)
     ones = jnp.ones((3000,))
     prefix = (jnp.arange(3000) < 1000).astype(jnp.float64)
     for w in (ones, prefix):
         est = _mle(z, masks, c, w)
-        ref = optimize.minimize(
-            lambda th, w=w: float(_nll(jnp.asarray(th), z, masks, c, w, 1.0)), np.zeros(3),
-            jac=lambda th, w=w: np.asarray(_nll_grad(jnp.asarray(th), z, masks, c, w, 1.0)),
-            method="BFGS", options={"gtol": 1e-9})
+        ref = optimize.minimize(_scipy_fun(z, masks, c, w), np.zeros(3), jac=True,
+                                method="BFGS", options={"gtol": 1e-9})
         np.testing.assert_allclose(np.asarray(est), ref.x, atol=1e-6)
-        assert float(jnp.linalg.norm(_nll_grad(est, z, masks, c, w, 1.0))) < 1e-8
+        assert float(jnp.linalg.norm(_nll_vg(est, z, masks, c, w, 1.0)[1])) < 1e-8
     assert float(jnp.linalg.norm(_mle(z, masks, c, ones) - theta)) < 0.15
     # choices follow the MNL probabilities (outside option first)
     draws = jax.jit(lambda k: mb.sample_choices(k, theta, jnp.broadcast_to(z[0], (20000, 5, 3)),
@@ -270,7 +302,7 @@ def test_mle_matches_scipy_and_true_theta():
 
 def test_bandit_learns_theta():
     x0, env = _bandit_problem(jax.random.PRNGKey(2), jnp.float64)
-    alg = mb.dr_mnl_bandit(0.1, "chi2")
+    alg = mb.dr_mnl_bandit(0.1, "chi2", track_regret=True)
     state, trace = jax.jit(lambda k: base.run(alg, x0, env, k, 400))(jax.random.PRNGKey(3))
     err = float(jnp.linalg.norm(state.theta - env.theta))
     assert err < 0.4, err
@@ -298,6 +330,8 @@ def test_errors():
         asst.brute_force_assortment(jnp.ones(17), jnp.ones(17), 0.1, "tv")
     with pytest.raises(ValueError, match="reg"):
         mb.mle_theta(jnp.ones((2, 3, 2)), jnp.ones((2, 3), bool), jnp.zeros(2, int), reg=0.0)
+    with pytest.raises(ValueError, match="track_regret"):
+        mb.dr_mnl_bandit(0.1, track_regret=1)
     with pytest.raises(ValueError, match="iters"):
         mb.mle_theta(jnp.ones((2, 3, 2)), jnp.ones((2, 3), bool), jnp.zeros(2, int), iters=0)
 

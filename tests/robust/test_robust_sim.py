@@ -179,6 +179,42 @@ def test_hessian_at_optimum_and_spec_values():
     np.testing.assert_allclose(spectra[0], spectra[1], atol=1e-9)
 
 
+def test_hessian_formula_matches_autodiff_of_the_population_loss():
+    """Independent of the weight formula: ``jax.hessian`` of the population loss
+    ``L(beta) = E (f(beta^T x) - f(x_1))^2 / 2`` in d = 3 (``beta* = e1``), the expectation by
+    a 3-D Gauss-Hermite tensor grid, against ``hessian_2d`` embedded in the basis
+    ``(e1, e2, e3)`` of ``beta*``, the in-plane part of ``beta - beta*``, and its normal.
+    ``beta`` has components along all three axes, so the orthogonal eigenvalue is exercised.
+    Tolerance 2e-5: the 40^3 grid's own error for tanh (complex poles; measured 6e-6 with 30
+    nodes), far below the size of either term of the weight."""
+    t, w = sim.gauss_hermite(40)
+    t, w = jnp.asarray(t), jnp.asarray(w)
+    X = jnp.stack(jnp.meshgrid(t, t, t, indexing="ij"), -1).reshape(-1, 3)
+    W = (w[:, None, None] * w[None, :, None] * w[None, None, :]).reshape(-1)
+    r, phi = 0.45, 2.2
+    # beta = e1 + r (cos phi e1 + sin phi u), u a unit vector in span(e2, e3)
+    u = jnp.asarray([0.0, 0.6, 0.8])
+    beta = jnp.asarray([1.0, 0.0, 0.0]) + r * (math.cos(phi) * jnp.asarray([1.0, 0, 0])
+                                               + math.sin(phi) * u)
+    Q = jnp.stack([jnp.asarray([1.0, 0, 0]), u, jnp.asarray([0.0, -0.8, 0.6])], axis=1)
+    names = ("gelu", "tanh", "swish")
+
+    @jax.jit
+    def both(beta):
+        out = []
+        for name in names:
+            f = sim.get_link(name).f
+            loss = lambda b, f=f: 0.5 * jnp.sum(W * (f(X @ b) - f(X[:, 0])) ** 2)
+            H2, hp = sim.hessian_2d(name, r, phi, num_nodes=60)
+            B = jnp.zeros((3, 3)).at[:2, :2].set(H2).at[2, 2].set(hp)
+            out.append((jax.hessian(loss)(beta), Q @ B @ Q.T))
+        return out
+
+    for name, (H_ad, H_q) in zip(names, both(beta), strict=True):
+        np.testing.assert_allclose(np.asarray(H_ad), np.asarray(H_q), atol=2e-5, err_msg=name)
+        assert np.abs(np.asarray(H_ad)).max() > 0.05
+
+
 # --------------------------------------------------------------------------- filter
 
 
@@ -340,6 +376,14 @@ def test_spectral_init_matches_eigh_and_resists_the_adversary():
     assert abs(float(plain.direction @ bad.beta_star)) < 0.5
     assert abs(float(robust.direction @ bad.beta_star)) > 0.9
     assert int(np.sum(np.asarray(bad.corrupted))) == 200
+    # a spectrum where a shift by the mean eigenvalue would find the BOTTOM eigenvector
+    # (lambda_max - mean = 0.2 < mean - lambda_min = 0.8): S = R diag(lam) R^T exactly
+    lam = np.array([1.0] + [0.9] * 6 + [0.0])
+    R, _ = np.linalg.qr(np.random.default_rng(11).standard_normal((8, 8)))
+    rows = np.sqrt(8.0) * np.diag(np.sqrt(lam)) @ R.T  # rows^T rows / 8 = R diag(lam) R^T
+    Xs = np.tile(rows, (500, 1))
+    got = init(jnp.asarray(Xs), jnp.ones(4000), 0.0, jax.random.PRNGKey(1))
+    assert abs(float(np.asarray(got.direction) @ R[:, 0])) > 1 - 1e-8
 
 
 def test_gd_step_matches_numpy():
@@ -361,6 +405,16 @@ def test_gd_step_matches_numpy():
         agg = g.mean(0) if method == "mean" else stats.trim_mean(g, 0.02, axis=0)
         np.testing.assert_allclose(np.asarray(step.x), b0 - 0.7 * agg, rtol=1e-11)
         assert int(step.info["oracle_calls"]) == 500
+    # Huber scale floor: at beta = 0 the residuals are -y; 60% of them are 0, so MAD = 0 and
+    # the scale falls back to sqrt(pi/2) mean|r - med| (not delta = 0, which zeroes g)
+    Xh = np.asarray(data.X[:10])
+    yh = np.array([0.0] * 6 + [1.0, 2.0, -1.0, 5.0])
+    g = jax.jit(lambda X, y: sim.per_example_grads("gelu", jnp.zeros(5), X, y, loss="huber"))(
+        jnp.asarray(Xh), jnp.asarray(yh))
+    delta = 1.345 * math.sqrt(math.pi / 2) * np.mean(np.abs(yh))
+    np.testing.assert_allclose(np.asarray(g), (np.clip(-yh, -delta, delta) * 0.5)[:, None] * Xh,
+                               rtol=1e-12)
+    assert 0 < delta < 5.0
 
 
 def test_errors():
@@ -389,6 +443,8 @@ def test_errors():
         sim.get_link("cubic")
     with pytest.raises(ValueError, match="sigma"):
         sim.make_data(jax.random.PRNGKey(0), "gelu", n=10, d=3, sigma=-1.0)
+    with pytest.raises(ValueError, match="norm"):
+        sim.make_data(jax.random.PRNGKey(0), "gelu", n=10, d=3, norm=0.0)
     with pytest.raises(ValueError, match="eig_iters"):
         sim.robust_spectral_init(G, jnp.zeros(10), 0.1, jax.random.PRNGKey(0), link="gelu",
                                  eig_iters=0)
