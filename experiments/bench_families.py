@@ -55,7 +55,10 @@ BENCHES: dict[str, FamilyBench] = {
         quick={"n": 10_000, "batch": 64, "repeats": 2, "inner": 2}),
     # The target is |G|/2 = 512 (the dihedral group of 512 rotations, |G| = 1024, at
     # equal accuracy). Excluding orbit detection (partition precomputed) the reduced solve
-    # meets it; including detection and its exact equitability check it does not (~2.5x).
+    # meets it; including detection and its exact equitability check it does not (~3x), and
+    # no detection could: it reads all n m costs at least once while the full Sinkhorn reads
+    # them twice per iteration (50 here), so the dict's `read_bound` = time(full) / (one pass
+    # over C + reduced solve) caps any detecting pipeline (323 on our CPU, below 512).
     "symmetric_ot_vs_ott_sinkhorn": FamilyBench(
         "experiments.symmetric_ot", "transport", (">=", 512.0),
         full={"rotations": 512, "radii": 8, "repeats": 7},

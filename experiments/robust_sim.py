@@ -60,24 +60,22 @@ pipeline is plain spectral + vanilla GD; "random init" is a random unit vector +
 
 **Measured** (key 0, FULL; QUICK in brackets). Claim 1: $\lambda_{\min}$ over
 $r \le 0.5$: GeLU 0.249, Swish 0.230, tanh 0.012; GeLU at $r = 1$: $-0.313$ (the spec's table
-to 3 digits); Monte Carlo vs quadrature: 0.0035 ($d = 5$), 0.0060 ($d = 50$) (measured before the
-Monte Carlo draws moved into one padded program; to re-measure) [0.013 / 0.015]. Claim 2:
-$c_{ESC}$ = 0.973 / 0.834 / 0.364 / 0.062 / 1.000 / 12.0 (probit 0.092); clean init
+to 3 digits); Monte Carlo vs quadrature: 0.0068 ($d = 5$), 0.0058 ($d = 50$) [0.013 / 0.015].
+Claim 2: $c_{ESC}$ = 0.973 / 0.834 / 0.364 / 0.062 / 1.000 / 12.0 (probit 0.092); clean init
 $|\cos| \ge 0.995$. Claim 3 (bounds 0.0289 / 0.0489): robust GD median / max error 0.0106 /
 0.0122 at $\varepsilon = 0.01$ and 0.0099 / 0.0115 at 0.04 (init 0.14 / 0.19); vanilla GD
 0.079 / 0.428 (7.4x / 43x); trimmed mean 0.033 / 0.119; median of means (101 blocks) 0.072 /
 0.430; Huber GD 0.0097 / 0.021 (the adversary's $y = 3$ is a gross residual outlier, which
 Huber clips: as good as the filter at 0.01); plain spectral + vanilla GD 0.082 / 0.433 (its
 init error at 0.04 is 1.39: the cluster takes over the top eigenvector); random init +
-filter GD 0.0106 / 0.0098 (before the init/run key split, which changed its random
-start) (GeLU's basin is wide enough here: the init is not needed for this
+filter GD 0.0102 / 0.0098 (GeLU's basin is wide enough here: the init is not needed for this
 adversary). Claim 4 **does not reproduce**: errors 0.0070-0.0081 for
 $\varepsilon = 0.005 \ldots 0.08$ against 0.0076 on clean data: the filter removes the
 cluster entirely and the $O(\sigma\sqrt\varepsilon)$ rate (a worst-case bound) never shows;
 the fitted slope 0.35 has a 95% CI of $[-1.65, 0.84]$ [QUICK $-0.31$, $[-2.56, 0.22]$]: the
 FULL point slope passing `eps_slope_low` is chance, not evidence (`eps_slope_ci_low` fails); an
 adversary placed at the filter's detection limit would be needed to see it. Error$/\sigma$
-is flat: 0.072 / 0.073 / 0.066 for $\sigma$ = 0.05 / 0.1 / 0.2 (ratio 1.11).
+is flat: 0.072 / 0.072 / 0.075 for $\sigma$ = 0.05 / 0.1 / 0.2 (ratio 1.05).
 """
 
 from __future__ import annotations

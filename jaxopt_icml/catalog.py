@@ -165,19 +165,23 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
         "attractions", "brute_force_assortment", "dro_assortment", "mnl_choice_probs",
         "mnl_revenue", "revenue_ordered_sets", "robust_dual", "robust_revenue", "robust_value",
         "subset_masks", "worst_case_distribution", "ContextualMNL", "DRMNLState", "dr_mnl_bandit",
-        "mle_theta", "mnl_neg_log_likelihood", "sample_choices"
+        "mle_theta", "mnl_neg_log_likelihood", "sample_choices", "MNLThompsonState",
+        "MNLUCBState", "mnl_thompson_bandit", "mnl_ucb_bandit", "thompson_theta", "ucb_utilities"
     ),
     "dr_nodewise_clustering": (
         "ADMMState", "NodewiseProblem", "dro_admm", "dro_objective", "dro_radius",
         "nodewise_problem", "radius_samples", "spectral_prox", "BlockModel", "block_model",
         "clustering_accuracy", "kmeans", "spectral_clustering", "spectral_embedding",
-        "correlation_kmeans", "lasso_lambda_max", "lasso_nodewise", "lasso_objective"
+        "correlation_kmeans", "lasso_lambda_max", "lasso_nodewise", "lasso_objective",
+        "LRRResult", "lrr", "lrr_lambda_min", "lrr_objective", "sqrt_lasso_lambda_max",
+        "sqrt_lasso_nodewise", "sqrt_lasso_objective"
     ),
     "credro": (
         "CredalUncertainty", "credal_uncertainty", "eu_au", "greedy_lower_entropy", "intervals",
         "lower_entropy", "mutual_information", "tighten", "upper_entropy", "upper_entropy_argmax",
         "ClassificationData", "EnsembleState", "chi2_divergence", "credal_ensemble",
-        "deep_ensemble", "dro_loss", "dro_weights", "ensemble_weights", "member_probs"
+        "deep_ensemble", "dro_loss", "dro_weights", "ensemble_weights", "member_probs",
+        "BaggingState", "bagging_ensemble", "bootstrap_counts", "bootstrap_indices"
     ),
     "robust_sim": (
         "AggregateState", "FilterResult", "aggregate", "aggregate_tree", "filter_mean",

@@ -8,6 +8,7 @@ bitwise); errors; the contract matrix cases; claims."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import math
@@ -21,7 +22,7 @@ import optax
 import pytest
 from scipy import optimize
 
-from jaxopt_icml import theory
+from jaxopt_icml import base, theory
 from jaxopt_icml.models import mlp
 from jaxopt_icml.robust import credal, credro
 from jaxopt_icml.testing import AlgorithmCase
@@ -66,6 +67,13 @@ CONTRACT_CASES = (
         {"optimizer": _ADAM, "levels": (0.0, 0.2, 1.0), "kind": "chi2",
          "bisection_steps": 40}, _ensemble_problem, stochastic=True,
         invalid=(({"levels": (0.0, -0.1, 1.0)}, "levels"),)),
+    # bagging has its own state (the bootstrap counts) and minibatch sampler, so it gets a case
+    AlgorithmCase(
+        "bagging_ensemble", credro.bagging_ensemble,
+        {"optimizer": _ADAM, "num_members": 3, "num_examples": 24}, _ensemble_problem,
+        stochastic=True,
+        invalid=(({"num_members": 0}, "num_members"), ({"num_examples": 0}, "num_examples"),
+                 ({"optimizer": None}, "optimizer"))),
 )
 # No "deep_ensemble" case: deep_ensemble(opt, M) is credal_ensemble(opt, (1.0,) * M) (the same
 # _ensemble code with the mean loss), bit for bit (claim reduction_bitwise of the claims test,
@@ -508,3 +516,147 @@ def test_claims_quick():
     failed = sorted(c.name for c in checked if not c.passed)
     expected = sorted(set(exp.KNOWN_FAILING) - set(exp.FULL_ONLY_FAILING))
     assert failed == expected, theory.format_claims(checked)
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+_boot = jax.jit(credro.bootstrap_counts, static_argnums=(1, 2))
+
+
+def test_bootstrap_counts_multinomial_moments():
+    """Counts of one member ~ Multinomial(N, 1/N): each row sums to N exactly; per example
+    the mean 1 and variance 1 - 1/N (closed form), the pairwise covariance -1/N, and the
+    marginal law Binomial(N, 1/N) (scipy), over 40000 draws. Tolerances are 5 standard errors
+    (CLT; the variance's from the binomial fourth moment, scipy's kurtosis), Bonferroni over
+    the N examples: a false failure has probability < 1e-5 (the seed is fixed)."""
+    from scipy import stats
+
+    n, draws = 8, 40000
+    c = np.asarray(_boot(jax.random.PRNGKey(7), draws, n), np.float64)  # (draws, N)
+    assert np.all(c.sum(1) == n) and np.all(c >= 0)
+    var = 1.0 - 1.0 / n
+    assert np.all(np.abs(c.mean(0) - 1.0) < 5 * math.sqrt(var / draws))
+    kurt = float(stats.binom.stats(n, 1.0 / n, moments="k"))  # excess kurtosis
+    mu4 = (kurt + 3.0) * var**2
+    assert np.all(np.abs(c.var(0) - var) < 5 * math.sqrt((mu4 - var**2) / draws))
+    prod = (c[:, 0] - 1.0) * (c[:, 1] - 1.0)
+    assert abs(prod.mean() + 1.0 / n) < 5 * prod.std() / math.sqrt(draws)
+    # the marginal law: chi-square goodness of fit of example 0's counts (values >= 4 pooled)
+    obs = np.bincount(np.minimum(c[:, 0], 4).astype(int), minlength=5)
+    pmf = stats.binom.pmf(np.arange(4), n, 1.0 / n)
+    exp = draws * np.append(pmf, 1.0 - pmf.sum())
+    assert stats.chisquare(obs, exp).pvalue > 1e-5
+
+
+def test_bootstrap_counts_independent_across_members():
+    """Different keys (members of one call, or two calls) give different resamples, and the
+    counts of neighbouring members of one call are uncorrelated over 20000 pairs
+    (|corr| < 5/sqrt(pairs) per example)."""
+    a = np.asarray(_boot(jax.random.PRNGKey(0), 4, 50))
+    assert all(not np.array_equal(a[i], a[j]) for i in range(4) for j in range(i))
+    b = np.asarray(_boot(jax.random.PRNGKey(1), 4, 50))
+    assert not np.array_equal(a, b)
+    np.testing.assert_array_equal(a, np.asarray(_boot(jax.random.PRNGKey(0), 4, 50)))
+    # members 2t and 2t + 1 of one call (the draws of the moments test, compiled once)
+    draws = 20000
+    c = np.asarray(_boot(jax.random.PRNGKey(2), 2 * draws, 8), np.float64).reshape(draws, 2, 8)
+    corr = [np.corrcoef(c[:, 0, i], c[:, 1, i])[0, 1] for i in range(8)]
+    assert np.max(np.abs(corr)) < 5 / math.sqrt(draws), corr
+
+
+def test_bootstrap_indices_vs_numpy_repeat():
+    """Position j of the resampled data set == np.repeat(arange(N), counts)[j]; all ones is
+    the identity (the deep ensemble's sampler)."""
+    rng = np.random.default_rng(0)
+    f = jax.jit(credro.bootstrap_indices)
+    for n in (1, 7, 40):
+        counts = rng.multinomial(n, np.ones(n) / n)
+        slots = np.arange(n)
+        np.testing.assert_array_equal(np.asarray(f(jnp.asarray(counts), jnp.asarray(slots))),
+                                      np.repeat(np.arange(n), counts))
+        np.testing.assert_array_equal(np.asarray(f(jnp.ones(n, jnp.int32), slots)), slots)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 4))
+def _run_states(alg, state, data, key, steps):
+    """``steps`` updates from a given state (one compile per algorithm and state shape)."""
+    def body(s, t):
+        return alg.update(s, data, jax.random.fold_in(key, t))[1], None
+
+    return jax.lax.scan(body, state, jnp.arange(steps))[0]
+
+
+def test_bagging_all_weights_one_is_deep_ensemble_bitwise():
+    """Known special case: with every bootstrap count forced to 1 (the resample is the data
+    set) bagging gives the deep ensemble's iterates bit for bit; with its own resamples it
+    does not (so the comparison can fail)."""
+    params, data = _ensemble_problem(jax.random.PRNGKey(5), jnp.float32)
+    with jax.enable_x64(False):
+        key = jax.random.PRNGKey(6)
+        bag = credro.bagging_ensemble(_ADAM, 3, num_examples=24)
+        deep = credro.deep_ensemble(_ADAM, 3)
+        sb = bag.init(params, key)
+        assert sb.weights.shape == (3, 24) and sb.weights.dtype == jnp.int32
+        ones = _run_states(bag, sb._replace(weights=jnp.ones_like(sb.weights)), data, key, 20)
+        ref = _run_states(deep, deep.init(params, key), data, key, 20)
+        own = _run_states(bag, sb, data, key, 20)
+        assert int(ones.count) == 20
+        for a, b, c in zip(jax.tree.leaves(ones.params), jax.tree.leaves(ref.params),
+                           jax.tree.leaves(own.params), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+            assert not np.array_equal(np.asarray(c), np.asarray(b))
+
+
+def test_bagging_point_mass_resample_is_sgd_on_one_example():
+    """Special case of the weighted empirical law: member m's resample holds only example
+    i_m (count N), so every minibatch is B copies of it and one SGD step is
+    theta - lr grad l_{i_m}(theta) (computed by hand on that example alone)."""
+    params, data = _ensemble_problem(jax.random.PRNGKey(8), jnp.float32)
+    with jax.enable_x64(False):
+        bag = credro.bagging_ensemble(optax.sgd(0.1), 3, num_examples=24)
+        picks = (3, 17, 23)
+        w = jnp.zeros((3, 24), jnp.int32).at[jnp.arange(3), jnp.asarray(picks)].set(24)
+        state = bag.init(params, jax.random.PRNGKey(0))._replace(weights=w)
+        step, _ = jax.jit(bag.update)(state, data, jax.random.PRNGKey(9))
+        one = jax.jit(jax.grad(lambda q, i: credro.cross_entropy(
+            _APPLY(q, data.X[i][None]), data.y[i][None])[0]))
+        for m, i in enumerate(picks):
+            pm = jax.tree.map(lambda v, m=m: v[m], params)
+            want = jax.tree.map(lambda p, g: p - 0.1 * g, pm, one(pm, i))
+            got = jax.tree.map(lambda v, m=m: v[m], step.x)
+            for x, y in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+                np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=1e-5, atol=1e-6)
+
+
+def test_bagging_errors():
+    for kw, name in (({"num_members": 0}, "num_members"), ({"num_examples": 0}, "num_examples"),
+                     ({"optimizer": None}, "optimizer")):
+        with pytest.raises(ValueError, match=name):
+            credro.bagging_ensemble(**{"optimizer": _ADAM, "num_members": 3,
+                                       "num_examples": 24, **kw})
+    params, data = _ensemble_problem(jax.random.PRNGKey(0), jnp.float32)
+    bag = credro.bagging_ensemble(_ADAM, 3, num_examples=25)
+    state = bag.init(params, jax.random.PRNGKey(0))
+    with pytest.raises(ValueError, match="num_examples"):
+        bag.update(state, data, jax.random.PRNGKey(1))
+    with pytest.raises(ValueError, match="member axis"):
+        credro.bagging_ensemble(_ADAM, 2, num_examples=24).init(params, jax.random.PRNGKey(0))
+
+
+def test_single_dro_model_softmax_entropy_vs_numpy():
+    """The single-DRO-model baseline is ``credal_ensemble`` with one level; its score, the
+    softmax entropy ``credal.entropy(member_probs(...)[0])``, equals the NumPy
+    ``logsumexp(z) - sum_k softmax(z)_k z_k`` of its logits (float64)."""
+    params, data = _ensemble_problem(jax.random.PRNGKey(10), jnp.float64, members=1)
+    alg = credro.credal_ensemble(_ADAM, (0.3,))
+    state, _ = jax.jit(lambda p: base.run(alg, p, data, jax.random.PRNGKey(11), 5))(params)
+    X = jnp.asarray(np.random.default_rng(1).normal(size=(30, 2)) * 3)
+    got = np.asarray(jax.jit(lambda p, x: credal.entropy(credro.member_probs(
+        _APPLY, p, x)[0]))(state.params, X))
+    z = np.asarray(_APPLY(jax.tree.map(lambda v: v[0], state.params), X), np.float64)
+    zmax = z.max(1, keepdims=True)
+    lse = zmax[:, 0] + np.log(np.exp(z - zmax).sum(1))
+    p = np.exp(z - lse[:, None])
+    np.testing.assert_allclose(got, lse - (p * z).sum(1), rtol=1e-12, atol=1e-14)
+    assert got.dtype == np.float64 and np.all(got > 0) and np.all(got <= math.log(3))

@@ -298,3 +298,169 @@ def test_claims_quick():
     failed = sorted(c.name for c in checked if not c.passed)
     expected = sorted(set(exp.KNOWN_FAILING) - set(exp.FULL_ONLY_FAILING))
     assert failed == expected, theory.format_claims(checked)
+
+
+# --------------------------------------------------------------- square-root Lasso and LRR
+
+
+def _np_sqrt_lasso_dual(X, lam):
+    """Independent reference (SciPy SLSQP, a sequential quadratic programming method): the dual
+    of each column's square-root Lasso, ``max_y x_j^T y`` s.t. ``||y||_2 <= 1/sqrt(n)`` and
+    ``|x_i^T y| <= lam`` (``i != j``), derived by hand. The solution is scaled into the feasible
+    set, so each value is a certified lower bound on the column's optimum (weak duality)."""
+    n, d = X.shape
+    vals = []
+    for j in range(d):
+        xj, A = X[:, j], np.delete(X, j, axis=1)
+        cons = [{"type": "ineq", "fun": lambda y: 1.0 / n - y @ y, "jac": lambda y: -2.0 * y},
+                {"type": "ineq", "fun": lambda y, A=A: lam - A.T @ y, "jac": lambda y, A=A: -A.T},
+                {"type": "ineq", "fun": lambda y, A=A: lam + A.T @ y, "jac": lambda y, A=A: A.T}]
+        y = optimize.minimize(lambda y, xj=xj: -xj @ y, np.zeros(n), jac=lambda y, xj=xj: -xj,
+                              constraints=cons, method="SLSQP",
+                              options={"ftol": 1e-15, "maxiter": 2000}).x
+        c = min(1.0, 1.0 / (np.sqrt(n) * np.linalg.norm(y)),
+                lam / max(np.max(np.abs(A.T @ y)), 1e-300))
+        vals.append(c * xj @ y)
+    return np.asarray(vals)
+
+
+def _np_sqrt_lasso_primal(X, lam):
+    """Independent primal reference for ``n > d`` (the residual never vanishes, so the loss is
+    smooth): SciPy L-BFGS-B on ``b = u - v``, ``u, v >= 0``, column by column."""
+    n, d = X.shape
+    B = np.zeros((d, d))
+    for j in range(d):
+        xj, A = X[:, j], np.delete(X, j, axis=1)
+        m = d - 1
+
+        def f(z, xj=xj, A=A, m=m):
+            r = xj - A @ (z[:m] - z[m:])
+            nr = np.linalg.norm(r)
+            g = -A.T @ r / (np.sqrt(n) * nr)
+            return nr / np.sqrt(n) + lam * z.sum(), np.concatenate([g + lam, -g + lam])
+
+        z = optimize.minimize(f, np.zeros(2 * m), jac=True, method="L-BFGS-B",
+                              bounds=[(0.0, None)] * (2 * m),
+                              options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 10000}).x
+        B[np.arange(d) != j, j] = z[:m] - z[m:]
+    return B
+
+
+def _col_sqrt_obj(X, B, lam):
+    return np.linalg.norm(X - X @ B, axis=0) / np.sqrt(X.shape[0]) + lam * np.abs(B).sum(0)
+
+
+_sqrt_lasso = jax.jit(nb.sqrt_lasso_nodewise, static_argnames=("num_steps", "restart_every"))
+
+
+@pytest.mark.parametrize("shape", [(20, 8), (8, 14)])
+def test_sqrt_lasso_matches_scipy(shape):
+    """n > d and n < d, a moderate and a small lam (for n < d the small lam is the
+    interpolating regime: zero residuals at the optimum, the loss's kink): per-column objective
+    within 1e-5 of the SLSQP dual (a certified lower bound), with and without restarts for
+    n > d, and for n > d the coefficients match an L-BFGS-B primal solve."""
+    n, d = shape
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((n, 3)) @ rng.standard_normal((3, d))
+    X = np.asarray(nw.preprocess(jnp.asarray(X + 0.5 * rng.standard_normal((n, d)))))
+    lmax = float(nb.sqrt_lasso_lambda_max(jnp.asarray(X)))
+    for frac in (0.3, 0.05):
+        lam = frac * lmax
+        B = np.asarray(_sqrt_lasso(jnp.asarray(X), lam, num_steps=20000 if n < d else 5000))
+        assert np.all(np.diag(B) == 0.0)
+        f, lower = _col_sqrt_obj(X, B, lam), _np_sqrt_lasso_dual(X, lam)
+        assert np.all(f >= lower - 1e-10)  # weak duality: a sanity check of the reference
+        np.testing.assert_allclose(f, lower, atol=1e-5)
+        if n > d and frac == 0.05:
+            np.testing.assert_allclose(B, _np_sqrt_lasso_primal(X, lam), atol=1e-4)
+            # without restarts (the plain last iterate) the same optimum
+            B0 = np.asarray(_sqrt_lasso(jnp.asarray(X), lam, num_steps=2000, restart_every=0))
+            np.testing.assert_allclose(_col_sqrt_obj(X, B0, lam), lower, atol=1e-5)
+        if n < d and frac == 0.05:
+            assert np.max(np.linalg.norm(X - X @ B, axis=0)) < 1e-3  # the kink regime
+    # above lambda_max the solution is exactly 0; just below it is not
+    assert float(jnp.max(jnp.abs(_sqrt_lasso(jnp.asarray(X), 1.01 * lmax, num_steps=500)))) == 0
+    assert float(jnp.max(jnp.abs(_sqrt_lasso(jnp.asarray(X), 0.9 * lmax, num_steps=500)))) > 0
+
+
+def _np_lrr_chambolle_pock(X, lam, iters):
+    """Independent NumPy reference for LRR with ``E`` eliminated, ``min_Z ||Z||_* + lam
+    ||X - XZ||_{2,1}``: Chambolle-Pock with ``h(A) = lam ||X - A||_{2,1}``
+    (``h*(Y) = <X, Y>`` on columns of norm ``<= lam``) and the nuclear-norm prox. Returns ``Z``
+    and the dual value ``-<X, cY>`` of the scaled-feasible dual iterate (``||X^T cY||_2 <= 1``),
+    a certified lower bound on the optimum."""
+    n, d = X.shape
+    L = np.linalg.norm(X, 2)
+    tau, sig = 0.99 / L, 0.99 / L
+    Z, Zb, Y = np.zeros((d, d)), np.zeros((d, d)), np.zeros((n, d))
+    for _ in range(iters):
+        V = Y + sig * (X @ Zb - X)
+        Y = V / np.maximum(1.0, np.linalg.norm(V, axis=0) / lam)
+        U, s, Vt = np.linalg.svd(Z - tau * X.T @ Y)
+        Zn = (U * np.maximum(s - tau, 0.0)) @ Vt
+        Zb, Z = 2 * Zn - Z, Zn
+    c = min(1.0, 1.0 / np.linalg.norm(X.T @ Y, 2))
+    return Z, -c * np.sum(X * Y)
+
+
+def _np_lrr_obj(X, Z, lam):
+    return (np.linalg.svd(Z, compute_uv=False).sum()
+            + lam * np.linalg.norm(X - X @ Z, axis=0).sum())
+
+
+_lrr = jax.jit(nb.lrr, static_argnames="num_steps")
+
+
+def test_lrr_noiseless_closed_form():
+    """lam >= 1/s_min(X): E = 0 and Z = V V^T (skinny SVD of a rank-3 X, the shape interaction
+    matrix), for n > d and n < d."""
+    rng = np.random.default_rng(12)
+    for n, d in ((15, 10), (6, 12)):
+        X = rng.standard_normal((n, 3)) @ rng.standard_normal((3, d))
+        U, s, Vt = np.linalg.svd(X, full_matrices=False)
+        V = Vt[:3].T
+        out = _lrr(jnp.asarray(X), 10.0 / s[2], num_steps=300)
+        np.testing.assert_allclose(np.asarray(out.Z), V @ V.T, atol=1e-6)
+        assert np.max(np.abs(np.asarray(out.E))) < 1e-6 and float(out.residual) < 1e-8
+        np.testing.assert_allclose(float(nb.lrr_objective(jnp.asarray(X), out.Z, 10.0 / s[2])),
+                                   3.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(12, 8), (6, 10)])
+def test_lrr_matches_numpy_chambolle_pock(shape):
+    """Noisy data, n > d and n < d: the ADMM objective is within 1e-6 of a certified dual lower
+    bound from an independent NumPy Chambolle-Pock run (whose own gap is ~1e-14), and at or
+    below ``lrr_lambda_min`` the solution is Z = 0."""
+    n, d = shape
+    rng = np.random.default_rng(13)
+    X = rng.standard_normal((n, 2)) @ rng.standard_normal((2, d))
+    X = np.asarray(nw.preprocess(jnp.asarray(X + 0.3 * rng.standard_normal((n, d)))))
+    l0 = float(nb.lrr_lambda_min(jnp.asarray(X)))
+    for m in (1.5, 4.0):
+        lam = m * l0
+        Zr, lower = _np_lrr_chambolle_pock(X, lam, 6000)
+        assert _np_lrr_obj(X, Zr, lam) - lower < 1e-8  # the reference converged
+        out = _lrr(jnp.asarray(X), lam, num_steps=400)
+        f = _np_lrr_obj(X, np.asarray(out.Z), lam)
+        assert lower - 1e-10 <= f <= lower + 1e-6, (f, lower)
+        np.testing.assert_allclose(float(nb.lrr_objective(jnp.asarray(X), out.Z, lam)), f,
+                                   rtol=1e-10)
+        assert float(out.residual) < 1e-6
+    Z0, lower0 = _np_lrr_chambolle_pock(X, 0.999 * l0, 2000)
+    assert abs(lower0 - 0.999 * l0 * d) < 1e-8  # Z = 0, E = X: objective lam * d
+    assert np.max(np.abs(np.asarray(_lrr(jnp.asarray(X), 0.999 * l0, num_steps=400).Z))) < 1e-3
+
+
+def test_new_baselines_errors():
+    with pytest.raises(ValueError, match="num_steps"):
+        nb.sqrt_lasso_nodewise(jnp.zeros((5, 3)), 0.1, num_steps=0)
+    with pytest.raises(ValueError, match="restart_every"):
+        nb.sqrt_lasso_nodewise(jnp.zeros((5, 3)), 0.1, restart_every=-1)
+    with pytest.raises(ValueError, match="lam"):
+        nb.sqrt_lasso_nodewise(jnp.zeros((5, 3)), -0.1)
+    with pytest.raises(ValueError, match="step_ratio"):
+        nb.sqrt_lasso_nodewise(jnp.zeros((5, 3)), 0.1, step_ratio=0.0)
+    with pytest.raises(ValueError, match="mu_max"):
+        nb.lrr(jnp.zeros((5, 3)), 0.1, mu0=1.0, mu_max=0.5)
+    with pytest.raises(ValueError, match="rho"):
+        nb.lrr(jnp.zeros((5, 3)), 0.1, rho=0.9)
