@@ -8,6 +8,7 @@ imported JAX first, ``jax_num_cpu_devices`` is set instead (valid until the back
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -82,3 +83,19 @@ def pytest_collection_modifyitems(config, items):
         elif path.endswith("test_notebooks.py") and "[" in item.nodeid:
             group = item.nodeid
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drops JAX's compilation caches when a test module ends in a worker.
+
+    A pytest-xdist worker lives for the whole run and would otherwise keep every program it
+    compiled (thousands, 2+ GB per worker by the end). In clean-clone runs of the full suite,
+    workers died late in the run with segmentation faults inside XLA:CPU's compiler (on small,
+    unrelated programs that pass alone; earlier with the persistent cache, aborts while
+    serialising), and xdist then hung. Keeping the live programs bounded per module costs only
+    the recompilation of the few programs modules share.
+    """
+    yield
+    jax.clear_caches()
+    gc.collect()
