@@ -522,16 +522,7 @@ def mnl_thompson_bandit(beta: float = 1.0, *, cap: int | None = None, reg: float
         :func:`mnl_ucb_bandit`) the cumulative nominal regret over 1000 rounds (8 seeds) was
         0.44, 0.55, 0.65, 1.14 for ``beta = 0.25, 0.5, 1, 2`` (greedy ``alpha = 0``: 0.39;
         measured before the sampling key moved to ``fold_in(key, 1)``).
-      cap: cardinality cap (static int ``>= 1``) or ``None``.
-      reg: ridge ``lam > 0`` (initial ``G`` and ``V``).
-      track_regret: static bool (default ``False``): also report ``info["regret"]``, the
-        nominal regret ``max_{|S| <= cap} R(S) - R(S_t)`` at the environment's true ``theta``
-        (exact: the rho = 0 TV search), and, when ``regret_rho`` is a float, the robust
-        regret ``info["robust_regret"]`` in ``R_{regret_rho}`` of ``regret_divergence``
-        (defined as in :func:`dr_mnl_bandit`), so the baseline can be scored on the DR
-        bandit's objective.
-      regret_rho: ``None`` (default) or a radius ``>= 0`` (diagnostic only).
-      regret_divergence: ``"tv"``, ``"kl"`` (default) or ``"chi2"`` (diagnostic only).
+      cap, reg, track_regret, regret_rho, regret_divergence: as in :func:`mnl_ucb_bandit`.
 
     ``beta`` lives in the state as a float32 scalar (validated here when concrete).
 
