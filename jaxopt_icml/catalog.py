@@ -92,7 +92,7 @@ SYMBOLS: dict[str, tuple[str, ...]] = {
                    "last_layer_gram"),
     "clipped_sgd": ("clipped_sgd", "scale_by_clipped_sgd", "clip_by_global_norm_schedule",
                     "power_schedule", "empirical_second_moment"),
-    "delayed_muon": ("one_step_delay", "delay_correction", "delayed_muon"),
+    "delayed_muon": ("one_step_delay", "delay_correction", "delayed_muon", "delayed_adamw"),
     "momentum_tracking": ("tracking_optimizer", "tracker", "tracking_run",
                           "tracking_error_decomposition", "stationary_tracking_mse",
                           "tracking_mse_curve", "steady_state_lag", "linear_error_dynamics"),

@@ -15,8 +15,10 @@ from jaxopt_icml.optim.clipped_sgd import (
 )
 from jaxopt_icml.optim.delayed_muon import (
     DelayCorrectionState,
+    DelayedAdamWState,
     OneStepDelayState,
     delay_correction,
+    delayed_adamw,
     delayed_muon,
     one_step_delay,
 )
@@ -81,6 +83,7 @@ from jaxopt_icml.optim.multistep_sam import (
 __all__ = [
     "ClippedSGDState",
     "DelayCorrectionState",
+    "DelayedAdamWState",
     "ErrorDynamics",
     "HarmAwareState",
     "HarmDualSolution",
@@ -100,6 +103,7 @@ __all__ = [
     "curve_from_dynamics",
     "decomposition_from_dynamics",
     "delay_correction",
+    "delayed_adamw",
     "delayed_muon",
     "dequantize",
     "deva",

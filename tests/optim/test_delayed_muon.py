@@ -12,6 +12,7 @@ import pytest
 from jaxopt_icml import theory
 from jaxopt_icml.optim.delayed_muon import (
     delay_correction,
+    delayed_adamw,
     delayed_muon,
     one_step_delay,
 )
@@ -42,6 +43,14 @@ CONTRACT_CASES = (
                  ({"ns_steps": 0}, "ns_steps"), ({"ns_steps": 2.0}, "ns_steps"),
                  ({"weight_decay": -1e-3}, "weight_decay"), ({"adam_b1": 1.0}, "adam_b1"),
                  ({"adam_b2": 1.5}, "adam_b2")),
+        needs_params=True),
+    TransformationCase(
+        name="delayed_adamw", make=delayed_adamw,
+        kwargs={"learning_rate": 1e-2, "weight_decay": 0.1},
+        invalid=(({"learning_rate": 0.0}, "learning_rate"), ({"b1": 1.0}, "b1"),
+                 ({"b2": -0.1}, "b2"), ({"eps": 0.0}, "eps"), ({"eps_root": -1.0}, "eps_root"),
+                 ({"weight_decay": -1e-3}, "weight_decay"), ({"first_step": "late"},
+                                                             "first_step")),
         needs_params=True),
 )
 
@@ -152,6 +161,63 @@ def test_schedule_and_weight_decay_use_the_current_step():
     np.testing.assert_allclose(_run(tx, T), np.stack(ref), rtol=1e-12)
 
 
+# --------------------------------------------------------------------------- fused AdamW
+
+
+def _tree_loss(p):
+    """Non-quadratic, coupled: the delayed and undelayed runs differ at every step."""
+    w, b = p["w"], p["b"]
+    return jnp.sum(jnp.cosh(w @ b - 0.5)) + 0.25 * jnp.sum(w ** 4) + jnp.sum(jnp.sin(b) * b)
+
+
+@pytest.mark.parametrize("first_step", ["undelayed", "zero"])
+def test_delayed_adamw_equals_the_wrapped_optax_adamw(first_step):
+    """Reference: optax.adamw under the generic stash wrapper, with a learning-rate schedule, a
+    weight-decay schedule and a decay mask (float64, 40 steps)."""
+    lr = optax.cosine_decay_schedule(0.05, 40)
+    wd = lambda t: 0.1 / (1.0 + t)
+    mask = {"w": True, "b": False}
+    kw = dict(b1=0.8, b2=0.95, eps=1e-6, eps_root=1e-9, weight_decay=wd, mask=mask)
+    fused = delayed_adamw(lr, **kw, first_step=first_step)
+    generic = one_step_delay(optax.adamw(lr, **kw), first_step=first_step)
+    with jax.enable_x64(True):
+        rng = np.random.default_rng(3)
+        p0 = {"w": jnp.asarray(rng.normal(size=(3, 4))), "b": jnp.asarray(rng.normal(size=4))}
+        step = lambda tx: jax.jit(lambda p, s: tx.update(jax.grad(_tree_loss)(p), s, p))
+        runs = []
+        for tx in (fused, generic):
+            p, s, f, traj = p0, tx.init(p0), step(tx), []
+            for _ in range(40):
+                u, s = f(p, s)
+                p = optax.apply_updates(p, u)
+                traj.append(np.concatenate([np.ravel(p["w"]), p["b"]]))
+            runs.append(np.stack(traj))
+    assert np.abs(runs[1][-1] - runs[1][0]).max() > 0.1  # the run moves
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-11, atol=1e-13)
+    assert fused.init(p0)._fields == ("count", "mu", "nu", "tail_state")  # no stash
+
+
+def test_delayed_adamw_first_calls_match_numpy():
+    """Calls 0-2 by hand: call 0 is AdamW's first step on g_0; call 1 applies g_0 again."""
+    b1, b2, eps, eta, wd = 0.9, 0.99, 1e-8, 0.1, 0.5
+    grad = lambda x: np.sinh(x) + 0.3 * x[::-1]
+    x = np.array([1.0, -2.0, 0.5])
+    m = v = np.zeros(3)
+    stale = [grad(x)]
+    want = []
+    for k in range(1, 4):
+        g = stale[-2] if k > 1 else stale[-1]
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        d = (m / (1 - b1 ** k)) / (np.sqrt(v / (1 - b2 ** k)) + eps)
+        x = x - eta * (d + wd * x)
+        stale.append(grad(x))
+        want.append(x.copy())
+    tx = delayed_adamw(eta, b1, b2, eps, weight_decay=wd)
+    got = _run(tx, 3, x0=np.array([1.0, -2.0, 0.5]),
+               grad=lambda z: jnp.sinh(z) + 0.3 * z[::-1])
+    np.testing.assert_allclose(got, np.stack(want), rtol=1e-12)
+
+
 # --------------------------------------------------------------------------- the correction
 
 
@@ -213,6 +279,7 @@ def test_sgd_correction_is_gradient_extrapolation():
     lambda: _delayed_adamw(1e-2, gamma=1.0),
     lambda: delayed_muon(2e-2),
     lambda: _delayed_adamw(1e-2, first_step="zero", gamma=1.0),
+    lambda: delayed_adamw(1e-2, weight_decay=0.1),
 ])
 def test_bf16_params_stay_bf16(make):
     p = {"w": jnp.ones((4, 3), jnp.bfloat16), "b": jnp.zeros(3, jnp.bfloat16)}
@@ -246,7 +313,8 @@ def test_zero_gradients_at_init_are_finite(first_step):
     p = {"w": jnp.zeros((4, 4)), "b": jnp.zeros(4)}
     zero = jax.tree.map(jnp.zeros_like, p)
     for tx in (delayed_muon(1e-2, first_step=first_step),
-               _delayed_adamw(1e-2, first_step=first_step, gamma=1.0)):
+               _delayed_adamw(1e-2, first_step=first_step, gamma=1.0),
+               delayed_adamw(1e-2, first_step=first_step)):
         s = tx.init(p)
         for _ in range(3):
             u, s = tx.update(zero, s, p)
