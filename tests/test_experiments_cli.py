@@ -203,3 +203,34 @@ def test_quick_results_reused_only_for_identical_source(tmp_path, monkeypatch):
     assert common.source_fingerprint(_Cfg(), 0) == before
     (tmp_path / "src" / "jaxopt_icml" / "mod.py").write_text("x = 2\n")
     assert common.source_fingerprint(_Cfg(), 0) != before
+
+
+def test_check_quick_claims_demands_exactly_the_expected_failures():
+    from jaxopt_icml import theory
+
+    claims = [theory.Claim(n, lambda r, n=n: r[n], "<=", 0.0) for n in ("a", "b", "c")]
+    exp = types.SimpleNamespace(CLAIMS=claims, KNOWN_FAILING=("b", "c"), FULL_ONLY_FAILING=("c",))
+    results = {"a": 0.0, "b": 1.0, "c": 0.0}  # only b fails
+    # default: KNOWN_FAILING less FULL_ONLY_FAILING; the checked claims come back
+    checked = common.check_quick_claims(exp, results)
+    assert [(c.name, c.passed) for c in checked] == [("a", True), ("b", False), ("c", True)]
+    with pytest.raises(AssertionError, match=r"failing claims \['b'\], expected \[\]"):
+        common.check_quick_claims(exp, results, expected_failing=())
+    # an expected failure that passes is an error too; the message carries the claims table
+    with pytest.raises(AssertionError, match=r"(?s)expected \['b', 'c'\].*c +0 +<= +0 +PASS"):
+        common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+    with pytest.raises(AssertionError):  # an unexpected failure (a NaN metric fails)
+        common.check_quick_claims(exp, {**results, "a": float("nan")})
+    # a tolerated claim is not checked either way
+    for c in (0.0, 1.0):
+        common.check_quick_claims(exp, {**results, "c": c}, expected_failing=("b", "c"),
+                                  tolerate={"c"})
+    # absent KNOWN_FAILING / FULL_ONLY_FAILING: every claim must pass
+    bare = types.SimpleNamespace(CLAIMS=claims)
+    common.check_quick_claims(bare, dict.fromkeys("abc", 0.0))
+    with pytest.raises(AssertionError):
+        common.check_quick_claims(bare, results)
+    # the checked names must be CLAIMS's (a one-shot iterable is not)
+    with pytest.raises(AssertionError, match="not exp.CLAIMS in order"):
+        common.check_quick_claims(types.SimpleNamespace(CLAIMS=iter(claims)),
+                                  dict.fromkeys("abc", 0.0))

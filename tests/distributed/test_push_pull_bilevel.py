@@ -13,7 +13,7 @@ import numpy as np
 import optax
 import pytest
 
-from jaxopt_icml import base, theory
+from jaxopt_icml import base
 from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.distributed.push_pull_bilevel import (
     BilevelPoint,
@@ -303,7 +303,4 @@ def test_errors():
 def test_claims_quick():
     from experiments import common
     from experiments import push_pull_bilevel as exp
-    results = common.quick_results(exp)
-    known = set(getattr(exp, "KNOWN_FAILING", ()))
-    failed = [r for r in theory.check(exp.CLAIMS, results) if not r.passed and r.name not in known]
-    assert not failed, failed
+    common.check_quick_claims(exp, common.quick_results(exp))

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxopt_icml import base, theory
+from jaxopt_icml import base
 from jaxopt_icml.online import cmab, opo
 from jaxopt_icml.testing import AlgorithmCase
 
@@ -296,7 +296,5 @@ def test_claims_quick():
     from experiments import common
 
     results = common.quick_results(exp)
-    checked = theory.check(exp.CLAIMS, results)
-    failed = sorted(c.name for c in checked if not c.passed)
-    assert failed == sorted(exp.KNOWN_FAILING), theory.format_claims(checked)
+    common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
     assert all(np.isfinite(v).all() for v in jax.tree.leaves(exp.summarize(results)))

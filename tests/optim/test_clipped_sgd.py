@@ -11,7 +11,6 @@ import numpy as np
 import optax
 import pytest
 
-from jaxopt_icml import theory
 from jaxopt_icml.optim.clipped_sgd import (
     clip_by_global_norm_schedule,
     clipped_sgd,
@@ -319,19 +318,15 @@ def test_quick_claims():
     """QUICK config, key 0: every claim passes. Deterministic for the fixed key; over keys the
     QUICK claim-1 slopes hold with probability ~97% (see the experiment docstring)."""
     import experiments.clipped_sgd as exp
+    from experiments import common
 
     results = _quick_results()
-    checked = theory.check(exp.CLAIMS, results)
-    assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
-    failed = [c for c in checked if not c.passed]
-    assert not failed, theory.format_claims(checked)
+    common.check_quick_claims(exp, results, expected_failing=())
     # SGD's run-mean error agrees with its closed form Var_N / T (median over data sets, runs
     # are heavy-tailed so only loosely) and the claimed slopes are recorded in summarize.
     summary = exp.summarize(results)
     assert 0.6 < summary["SGD measured / closed form (median)"] < 1.5
     assert summary["error slope to xhat_N/SGD"] == exp.error_slope(results, exp.SGD)
-    from experiments import common
-
     common.use_agg()
     import matplotlib.pyplot as plt
 

@@ -11,7 +11,6 @@ import numpy as np
 import optax
 import pytest
 
-from jaxopt_icml import theory
 from jaxopt_icml.optim.deva import (
     deva,
     deva_linf,
@@ -508,16 +507,12 @@ def test_quick_claims():
     documented non-reproductions ``exp.KNOWN_FAILING``, which must still be reported failing
     (a change that makes them pass or fail differently shows up here)."""
     import experiments.deva as exp
-
-    results = _quick_results()
-    checked = theory.check(exp.CLAIMS, results)
-    assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
-    failed = sorted(c.name for c in checked if not c.passed)
-    assert failed == sorted(exp.KNOWN_FAILING), theory.format_claims(checked)
-    summary = exp.summarize(results)
-    assert all(np.isfinite(v) for v in summary.values())
     from experiments import common
 
+    results = _quick_results()
+    common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+    summary = exp.summarize(results)
+    assert all(np.isfinite(v) for v in summary.values())
     common.use_agg()
     import matplotlib.pyplot as plt
 

@@ -13,7 +13,6 @@ import numpy as np
 import optax
 import pytest
 
-from jaxopt_icml import theory
 from jaxopt_icml.optim.harm_aware import (
     harm_aware,
     last_layer_gram,
@@ -539,17 +538,13 @@ def test_quick_claims():
     """QUICK config, fixed key: every claim passes (deterministic given the key; the margins
     to the thresholds are in the experiment's docstring and the claims' sources)."""
     import experiments.harm_aware as exp
+    from experiments import common
 
     results = _quick_results()
-    checked = theory.check(exp.CLAIMS, results)
-    assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
-    failed = [c for c in checked if not c.passed]
-    assert not failed, theory.format_claims(checked)
+    common.check_quick_claims(exp, results, expected_failing=())
     summary = exp.summarize(results)
     assert summary["qp_violated_fraction_before_mean"] > 0.1  # claim 2 is not vacuous
     assert results["harm"]["SGD-momentum"].shape == (exp.QUICK.seeds, exp.QUICK.steps)
-    from experiments import common
-
     common.use_agg()
     import matplotlib.pyplot as plt
 

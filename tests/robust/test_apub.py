@@ -21,7 +21,6 @@ import optax
 import pytest
 from scipy import integrate, optimize, stats
 
-from jaxopt_icml import theory
 from jaxopt_icml.robust import apub
 from jaxopt_icml.robust import lp as lp_lib
 from jaxopt_icml.robust import two_stage as ts
@@ -342,8 +341,6 @@ def test_claims_quick():
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``)."""
     exp = _experiment()
-    results = _quick_results()
-    checked = theory.check(exp.CLAIMS, results)
-    failed = sorted(c.name for c in checked if not c.passed)
-    expected = sorted(set(exp.KNOWN_FAILING) - set(exp.FULL_ONLY_FAILING))
-    assert failed == expected, theory.format_claims(checked)
+    from experiments import common
+
+    common.check_quick_claims(exp, _quick_results())

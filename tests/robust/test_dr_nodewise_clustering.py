@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from jaxopt_icml import base, theory
+from jaxopt_icml import base
 from jaxopt_icml.robust import nodewise as nw
 from jaxopt_icml.robust import nodewise_baselines as nb
 from jaxopt_icml.robust import variable_clustering as vc
@@ -293,11 +293,7 @@ def test_claims_quick():
     exp = _experiment()
     from experiments import common
 
-    results = common.quick_results(exp)
-    checked = theory.check(exp.CLAIMS, results)
-    failed = sorted(c.name for c in checked if not c.passed)
-    expected = sorted(set(exp.KNOWN_FAILING) - set(exp.FULL_ONLY_FAILING))
-    assert failed == expected, theory.format_claims(checked)
+    common.check_quick_claims(exp, common.quick_results(exp))
 
 
 # --------------------------------------------------------------- square-root Lasso and LRR

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from jaxopt_icml import base, theory
+from jaxopt_icml import base
 from jaxopt_icml.testing import AlgorithmCase
 from jaxopt_icml.transport import safe_kl as sk
 
@@ -310,8 +310,4 @@ def test_claims_quick():
     exp = _experiment()
     from experiments import common
 
-    results = common.quick_results(exp)
-    checked = theory.check(exp.CLAIMS, results)
-    failed = sorted(c.name for c in checked if not c.passed)
-    expected = sorted(set(exp.KNOWN_FAILING) - set(exp.FULL_ONLY_FAILING))
-    assert failed == expected, theory.format_claims(checked)
+    common.check_quick_claims(exp, common.quick_results(exp))

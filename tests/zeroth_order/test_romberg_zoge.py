@@ -18,7 +18,6 @@ import numpy as np
 import optax
 import pytest
 
-from jaxopt_icml import theory
 from jaxopt_icml.testing import AlgorithmCase
 from jaxopt_icml.zeroth_order.estimators import sample_directions, two_point, zo_optimizer
 from jaxopt_icml.zeroth_order.romberg_zoge import (
@@ -406,12 +405,10 @@ def test_quick_claims():
     within 0.05 of 2R+2 (tolerances 0.2-0.5), variance ratios 1 + 2e-7 (tolerance 0.02),
     sum w^2 inflation within 0.3% (5%), noise within 0.4% (1.5%), ZO-SGD 16/16 seeds (12)."""
     import experiments.romberg_zoge as exp
+    from experiments import common
 
     results = _quick_results()
-    checked = theory.check(exp.CLAIMS, results)
-    assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
-    failed = [c for c in checked if not c.passed]
-    assert not failed, theory.format_claims(checked)
+    common.check_quick_claims(exp, results, expected_failing=())
     assert not getattr(exp, "KNOWN_FAILING", {})
     summary = exp.summarize(results)
     # the two-point trace covariance is (d - 1) |grad f|^2 (sphere, r -> 0): 20000 draws per
@@ -419,8 +416,6 @@ def test_quick_claims():
     assert summary["two_point_trace_cov_over_(d-1)|grad|^2"] == pytest.approx(1.0, abs=0.015)
     for lv in range(3):
         assert summary[f"bias_over_leading_term_median/R={lv}"] == pytest.approx(1.0, abs=0.05)
-    from experiments import common
-
     common.use_agg()
     import matplotlib.pyplot as plt
 

@@ -17,7 +17,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxopt_icml import theory
 from jaxopt_icml.testing import AlgorithmCase
 from jaxopt_icml.zeroth_order.estimators import sample_directions
 from jaxopt_icml.zeroth_order.zo_entk import (
@@ -367,13 +366,10 @@ def test_quick_claims():
     experiment's docstring (keys 0-2: slopes within 0.013 of -1/2, width spread at most 6%,
     variance identity within 2%, one-step slopes within 5e-4 of 1)."""
     import experiments.zo_entk as exp
+    from experiments import common
 
     results = _quick_results()
-    checked = theory.check(exp.CLAIMS, results)
-    assert [c.name for c in checked] == [c.name for c in exp.CLAIMS]
-    known = set(getattr(exp, "KNOWN_FAILING", ()))
-    failed = [c for c in checked if not c.passed and c.name not in known]
-    assert not failed, theory.format_claims(checked)
+    common.check_quick_claims(exp, results)
     summary = exp.summarize(results)
     # the ZO step is NOT explained by the exact eNTK (K_hat != K at P = 16)
     assert min(summary["one-step rel error median/ZO-SGD P=16 vs eNTK"]) > 0.5
