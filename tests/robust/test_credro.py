@@ -504,6 +504,38 @@ def test_experiment_references():
     assert exp.auarc([0.0, 1.0], [1, 0]) == 0.75 and exp.auarc([1.0, 0.0], [1, 0]) == 0.25
 
 
+def test_split_scores_picks_the_single_member_and_methods_by_position():
+    """The experiment's score split against NumPy: method i of the (methods, sets, seeds, M, N,
+    K) probability array lands under its own name, and the single DRO model is CreDRO's member
+    ``single`` (its softmax entropy and argmax), not another member or point."""
+    exp = _experiment()
+    rng = np.random.default_rng(7)
+    shape = (len(exp._METHODS), 3, 2, 4, 6, 3)  # methods, sets, seeds, members, points, classes
+    flat = rng.dirichlet(np.ones(3), size=shape[:-1]).astype(np.float32)
+    single = 2
+    res = exp._split_scores({"probs": flat}, single)
+    p64 = flat.astype(np.float64)
+    entropy = lambda p: -np.sum(p * np.log(p), axis=-1)
+    for s, j in (("id", 0), ("ood", 1)):
+        np.testing.assert_allclose(res["shift/single_dro"][s]["entropy"],
+                                   entropy(p64[0, j, :, single]), rtol=1e-10)
+    np.testing.assert_allclose(res["subpop/single_dro"]["entropy"],
+                               entropy(p64[0, 2, :, single]), rtol=1e-10)
+    np.testing.assert_array_equal(res["subpop/single_dro"]["pred"],
+                                  np.argmax(flat[0, 2, :, single], axis=-1))
+    for i, (_, short) in enumerate(exp._METHODS):
+        mean = p64[i].mean(axis=2)  # (sets, seeds, points, classes)
+        mi = entropy(mean) - entropy(p64[i]).mean(axis=2)  # mutual information, per set
+        np.testing.assert_allclose(res[f"shift/{short}"]["id"]["mi"], mi[0], rtol=1e-8,
+                                   atol=1e-12)
+        np.testing.assert_allclose(res[f"subpop/{short}"]["mi"], mi[2], rtol=1e-8, atol=1e-12)
+        np.testing.assert_array_equal(res[f"shift/{short}"]["probs_ood"], flat[i, 1])
+        for part in (res[f"shift/{short}"]["id"], res[f"shift/{short}"]["ood"],
+                     res[f"subpop/{short}"]):
+            assert "member_entropy" not in part and "member_pred" not in part
+    assert "probs" not in res
+
+
 @pytest.mark.claims
 def test_claims_quick():
     """QUICK config, key 0: every claim passes except the documented non-reproductions
