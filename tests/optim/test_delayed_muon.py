@@ -196,6 +196,32 @@ def test_delayed_adamw_equals_the_wrapped_optax_adamw(first_step):
     assert fused.init(p0)._fields == ("count", "mu", "nu", "tail_state")  # no stash
 
 
+@pytest.mark.parametrize("first_step", ["undelayed", "zero"])
+def test_delayed_adamw_bf16_and_callable_mask_match_the_wrapper_bitwise(first_step):
+    """bf16 params and gradients (what a bf16 model's backward pass gives), decay masked by a
+    callable: the same bits as the wrapped optax.adamw at every step."""
+    mask = lambda params: jax.tree.map(lambda x: x.ndim == 2, params)
+    fused = delayed_adamw(0.02, weight_decay=0.3, mask=mask, first_step=first_step)
+    generic = one_step_delay(optax.adamw(0.02, weight_decay=0.3, mask=mask),
+                             first_step=first_step)
+    rng = np.random.default_rng(5)
+    p0 = {"w": jnp.asarray(rng.normal(size=(3, 4)), jnp.bfloat16),
+          "b": jnp.asarray(rng.normal(size=4), jnp.bfloat16)}
+    loss = lambda p: _tree_loss(jax.tree.map(lambda x: x.astype(jnp.float32), p))
+    runs = []
+    for tx in (fused, generic):
+        f = jax.jit(lambda p, s, tx=tx: tx.update(jax.grad(loss)(p), s, p))
+        p, s, traj = p0, tx.init(p0), []
+        for _ in range(30):
+            u, s = f(p, s)
+            p = optax.apply_updates(p, u)
+            traj.append(np.concatenate([np.ravel(p["w"]), p["b"]]).astype(np.float32))
+        assert p["w"].dtype == p["b"].dtype == jnp.bfloat16
+        runs.append(np.stack(traj))
+    assert np.abs(runs[1][-1] - runs[1][0]).max() > 0.05
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
 def test_delayed_adamw_first_calls_match_numpy():
     """Calls 0-2 by hand: call 0 is AdamW's first step on g_0; call 1 applies g_0 again."""
     b1, b2, eps, eta, wd = 0.9, 0.99, 1e-8, 0.1, 0.5
@@ -337,6 +363,8 @@ def test_invalid_arguments_name_the_argument():
 def test_static_settings_are_keyword_only():
     with pytest.raises(TypeError):
         one_step_delay(optax.sgd(0.1), "zero")
+    with pytest.raises(TypeError):  # optax.adamw's 6th positional argument is mu_dtype
+        delayed_adamw(1e-3, 0.9, 0.999, 1e-8, 0.0, 1e-4)
     with pytest.raises(TypeError):
         delayed_muon(1e-2, 0.95, 1.0, "zero")
 
