@@ -249,10 +249,13 @@ def scan_vs_round_loop(alg, x0, oracle, keys, rounds: int, *, trace_fn, repeats:
 
 
 def run_all(*, quick: bool = False, repeats: int | None = None, only=None,
-            num_params: int | None = None, donate: bool = False) -> dict:
+            num_params: int | None = None, donate: bool = False,
+            grad_input: bool = False) -> dict:
     """Runs the benchmarks (all, or the names/groups in ``only``); ``quick`` shrinks sizes (for
     CI smoke tests only); ``num_params`` overrides the pytree size of groups 1 and 4;
-    ``donate`` donates parameters and state in the ``optim`` steps (an in-place loop)."""
+    ``donate`` donates parameters and state in the ``optim`` steps (an in-place loop);
+    ``grad_input`` passes their gradient in as an argument (see
+    :func:`experiments.bench_optim.stepper`)."""
     if quick:
         sizes = dict(num_params=200_000, width=64, seeds=8, steps=50, side=128)
         repeats = repeats or 3
@@ -293,7 +296,8 @@ def run_all(*, quick: bool = False, repeats: int | None = None, only=None,
         calls = 5 if jax.default_backend() == "cpu" or quick else 50
         optim = bench_optim.run_benchmarks(big_pytree=_big_pytree, ratio=interleaved_ratio,
                                            num_params=n, matrix_side=sizes["side"],
-                                           repeats=repeats, inner=calls, donate=donate)
+                                           repeats=repeats, inner=calls, donate=donate,
+                                           grad_input=grad_input)
         results.update({k: v for k, v in optim.items() if k in wanted})
     family = [n for n in bench_families.BENCHES if n in wanted]
     results.update(bench_families.run_benchmarks(family, quick=quick,
@@ -304,6 +308,8 @@ def run_all(*, quick: bool = False, repeats: int | None = None, only=None,
         value = results[name]["ratio_median"]
         results[name]["target"] = f"{op} {target}"
         results[name]["meets_target"] = bool(value <= target if op == "<=" else value >= target)
+    results["optim_mode"] = {"donate": donate, "grad_input": grad_input,
+                             "XLA_FLAGS": os.environ.get("XLA_FLAGS", "")}
     results["backend"] = jax.default_backend()
     results["devices"] = [str(d) for d in jax.devices()]
     results["quick"] = quick
@@ -320,6 +326,11 @@ def format_table(results: dict) -> str:
         lines.append(f"{name:36s} {r['ratio_median']:12.3f} "
                      f"[{r['ratio_q25']:6.3f}, {r['ratio_q75']:6.3f}] {r['target']:>9s}  "
                      f"{'yes' if r['meets_target'] else 'NO'}")
+    if any(name in results for name in bench_optim.TARGETS):
+        mode = results["optim_mode"]
+        lines.append(f"optim steps: {'donated' if mode['donate'] else 'plain jit'}, gradient "
+                     f"{'passed in' if mode['grad_input'] else 'formed in the step'}"
+                     + (f", XLA_FLAGS={mode['XLA_FLAGS']}" if mode["XLA_FLAGS"] else ""))
     lines.append(f"backend: {results['backend']}  ({len(results['devices'])} device(s))")
     return "\n".join(lines)
 
@@ -327,7 +338,8 @@ def format_table(results: dict) -> str:
 def main(args) -> int:
     try:
         results = run_all(quick=args.quick, repeats=args.repeats, only=args.only,
-                          num_params=args.num_params, donate=args.donate)
+                          num_params=args.num_params, donate=args.donate,
+                          grad_input=args.grad_input)
     except ValueError as err:
         print(f"error: {err}")
         return 2
@@ -350,3 +362,6 @@ def add_arguments(parser) -> None:
                         help="pytree size of the core and optim benchmarks (default 10M)")
     parser.add_argument("--donate", action="store_true",
                         help="donate params and state in the optim steps (in-place loop)")
+    parser.add_argument("--grad-input", action="store_true",
+                        help="pass the optim steps' gradient in as an argument (materialized, "
+                             "as a backward pass gives it) instead of forming it in the step")

@@ -44,26 +44,40 @@ TARGETS = {
 }
 
 
-def stepper(tx, params, *, donate: bool = False) -> Callable[[], object]:
+def _fake_grad(params):
+    return jax.tree.map(lambda x: (0.01 * x.astype(jnp.float32)).astype(x.dtype), params)
+
+
+def stepper(tx, params, *, donate: bool = False,
+            grad_input: bool = False) -> Callable[[], object]:
     """A no-argument callable that advances ``(params, state)`` by one jitted step of ``tx``.
 
     With ``donate=True`` parameters and state are donated, as in a training loop that updates
     in place. Off by default: under donation XLA (0.10-0.11) inserts a copy of the one-step
     delay's gradient stash (its new value aliases the old one, which the inner update still
     reads), which measures XLA's copy insertion rather than the wrapper's traffic; the GPU
-    numbers of both modes are in the README's benchmark notes."""
+    numbers of both modes are in the README's benchmark notes.
+
+    By default the gradient ``0.01 p`` is formed inside the step, so XLA fuses it into the
+    update's loops. ``grad_input=True`` passes it in as an argument instead (computed once,
+    not donated): a materialized gradient, as a backward pass ending in matmuls produces it.
+    Under donation this matters: a gradient fused from ``p`` makes every loop that writes a
+    state buffer read the old ``p``, while the loop writing ``p`` reads the old state, and
+    XLA must copy one side."""
 
     @functools.partial(jax.jit, donate_argnums=(0, 1) if donate else ())
-    def step(p, s):
-        g = jax.tree.map(lambda x: (0.01 * x.astype(jnp.float32)).astype(x.dtype), p)
+    def step(p, s, g=None):
+        if g is None:
+            g = _fake_grad(p)
         u, s = tx.update(g, s, p)
         return optax.apply_updates(p, u), s
 
     fresh = jax.tree.map(jnp.copy, params)
     carry = [fresh, tx.init(fresh)]
+    extra = (_fake_grad(params),) if grad_input else ()
 
     def call():
-        carry[0], carry[1] = step(carry[0], carry[1])
+        carry[0], carry[1] = step(carry[0], carry[1], *extra)
         return carry[0]
 
     return call
@@ -82,9 +96,11 @@ def matrix_pytree(num_params: int, key, side: int = 1024) -> dict:
 
 
 def run_benchmarks(*, big_pytree: Callable, ratio: Callable, num_params: int,
-                   matrix_side: int, repeats: int, inner: int, donate: bool = False) -> dict:
+                   matrix_side: int, repeats: int, inner: int, donate: bool = False,
+                   grad_input: bool = False) -> dict:
     """All optimizer benchmarks; ``big_pytree(num_params, key)`` and ``ratio(a, b, repeats=,
-    inner=)`` come from :mod:`experiments.bench`."""
+    inner=)`` come from :mod:`experiments.bench`; ``donate`` and ``grad_input`` as in
+    :func:`stepper`."""
     from jaxopt_icml.optim import (
         clipped_sgd,
         delayed_adamw,
@@ -101,7 +117,8 @@ def run_benchmarks(*, big_pytree: Callable, ratio: Callable, num_params: int,
     out = {}
 
     def pair(name, tx_a, tx_b, tree, *, rounds=repeats, calls=inner, note=""):
-        out[name] = ratio(stepper(tx_a, tree, donate=donate), stepper(tx_b, tree, donate=donate),
+        mode = dict(donate=donate, grad_input=grad_input)
+        out[name] = ratio(stepper(tx_a, tree, **mode), stepper(tx_b, tree, **mode),
                           repeats=rounds, inner=calls)
         out[name]["num_params"] = int(sum(x.size for x in jax.tree.leaves(tree)))
         out[name]["note"] = note

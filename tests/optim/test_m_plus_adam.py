@@ -264,14 +264,26 @@ def test_no_multiplicative_step_equals_optax_adam():
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
 
 
+def _first_direction_bf16_state(x):
+    """Adam's step-1 direction from moments stored in bf16: sign(x) up to their rounding,
+    (Q(c1 x) / c1) / (sqrt(Q(c2 x^2) / c2) + eps) with c_i = 1 - b_i in float32."""
+    c1, c2 = (float(np.float32(1) - np.float32(b)) for b in (0.9, 0.999))
+    m, v = _np_round(c1 * x, jnp.bfloat16), _np_round(c2 * x * x, jnp.bfloat16)
+    return (m / c1) / (np.sqrt(v / c2) + 1e-8)
+
+
 def test_first_step_closed_form_and_multiplicative_invariants():
-    """Step 1 has u = sign(x) (Adam's first direction), so w1 = Q(w 2^(-eta_M sign(w g)) -
-    eta_A sign(g)); with eta_A = 0 signs are kept and 0 is a fixed point."""
+    """Step 1 has u = sign(x) (Adam's first direction) up to the bf16 rounding of the stored
+    moments, so w1 = Q(w 2^(-eta_M u(w ln2 g)) - eta_A u(g)); with eta_A = 0 signs are kept
+    and 0 is a fixed point."""
     w = jnp.asarray([32.0, -32.0, 0.5, 0.0, -7.0], jnp.bfloat16)
     g = jnp.asarray([1.0, 1.0, -2.0, 3.0, -0.5], jnp.bfloat16)
     u, _ = m_plus_adam(0.01, 0.05).update(g, m_plus_adam(0.01, 0.05).init(w), w)
     wf, gf = np.asarray(w, np.float64), np.asarray(g, np.float64)
-    exact = wf * 2.0 ** (-0.05 * np.sign(wf * gf)) - 0.01 * np.sign(gf)
+    u_add, u_mul = (_first_direction_bf16_state(x) for x in (gf, wf * math.log(2.0) * gf))
+    # sign(g) up to rounding: m to 2^-8 relative (bf16's unit roundoff), sqrt(v) to 2^-9
+    np.testing.assert_allclose(np.abs(u_add), 1.0, rtol=3 * 2 ** -9)
+    exact = wf * 2.0 ** (-0.05 * u_mul) - 0.01 * u_add
     np.testing.assert_array_equal(np.asarray(optax.apply_updates(w, u), np.float64),
                                   _np_round(exact, jnp.bfloat16))
     tx = m_plus_adam(0.0, 0.05)
@@ -325,7 +337,8 @@ def test_apply_updates_lands_on_the_rounded_weight():
     rng = np.random.default_rng(6)
     w32 = _np_round(rng.standard_normal(4000) * 10.0 ** rng.uniform(-3, 2, 4000), jnp.bfloat16)
     g = rng.standard_normal(4000)
-    tx_n, tx_e = m_plus_adam(0.3, 0.5), m_plus_adam(0.3, 0.5, param_dtype=jnp.bfloat16)
+    tx_n = m_plus_adam(0.3, 0.5)  # bf16 leaves: bf16 state by default
+    tx_e = m_plus_adam(0.3, 0.5, param_dtype=jnp.bfloat16, state_dtype=jnp.bfloat16)
     wb = jnp.asarray(w32, jnp.bfloat16)
     u, _ = tx_n.update(jnp.asarray(g, jnp.bfloat16), tx_n.init(wb), wb)
     native = np.asarray(optax.apply_updates(wb, u), np.float64)
