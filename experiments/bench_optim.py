@@ -4,7 +4,9 @@ Each benchmark times one jitted training step ``(params, state) <- step(params, 
 method A and of its reference B on the same pytree, interleaved
 (:func:`experiments.bench.interleaved_ratio`), and reports the median of the per-round ratios
 time(A) / time(B). The gradient is formed inside the step (``g = 0.01 * p``, the same cheap
-elementwise map for both), as in a real loop where it comes out of the same program.
+elementwise map for both), as in a real loop where it comes out of the same program; with
+``--grad-input`` it is passed in instead, materialized as a backward pass ending in matmuls
+produces it (which matters for XLA's copies when the step is donated, ``--donate``).
 
 * ``m_plus_adam_vs_adam``: M+Adam (state in bf16, as in the paper) vs ``optax.adam``, float32
   params; ``..._f32_state``: the same with float32 states; ``..._bf16``: bf16 params for both;
