@@ -339,42 +339,40 @@ def _spectral_acc(cfg, Bs, labels, seed):
     return jax.vmap(lambda Bm, lab, k: jax.vmap(lambda B: one(B, lab, k))(Bm))(Bs, labels, keys)
 
 
+def _per_seed_grid(X, mults, reference_lam, solve):
+    """``solve(X_s, m * reference_lam(X_s))`` for every seed's data ``X_s`` and multiplier
+    ``m`` (vmapped over both): a lambda grid relative to each data set's own scale."""
+    mults = jnp.asarray(mults, X.dtype)
+
+    def one(X):
+        lam0 = reference_lam(X)
+        return jax.vmap(lambda m: solve(X, m * lam0))(mults)
+
+    return jax.vmap(one)(X)
+
+
 @functools.partial(jax.jit, static_argnums=(0,),
                    compiler_options=common.fast_cpu_compile_options())
 def _lasso_grid(cfg, X):
-    fr = jnp.asarray(cfg.lasso_fracs, X.dtype)
-
-    def one(X):
-        lm = nb.lasso_lambda_max(X)
-        return jax.vmap(lambda f: nb.lasso_nodewise(X, f * lm, num_steps=cfg.lasso_steps))(fr)
-
-    return jax.vmap(one)(X)
+    return _per_seed_grid(X, cfg.lasso_fracs, nb.lasso_lambda_max, lambda X, lam:
+                          nb.lasso_nodewise(X, lam, num_steps=cfg.lasso_steps))
 
 
 @functools.partial(jax.jit, static_argnums=(0,),
                    compiler_options=common.fast_cpu_compile_options())
 def _sqrt_lasso_grid(cfg, X):
-    fr = jnp.asarray(cfg.sqrt_fracs, X.dtype)
-
-    def one(X):
-        lm = nb.sqrt_lasso_lambda_max(X)
-        return jax.vmap(lambda f: nb.sqrt_lasso_nodewise(X, f * lm,
-                                                         num_steps=cfg.sqrt_steps))(fr)
-
-    return jax.vmap(one)(X)
+    return _per_seed_grid(X, cfg.sqrt_fracs, nb.sqrt_lasso_lambda_max, lambda X, lam:
+                          nb.sqrt_lasso_nodewise(X, lam, num_steps=cfg.sqrt_steps))
 
 
 @functools.partial(jax.jit, static_argnums=(0,),
                    compiler_options=common.fast_cpu_compile_options())
 def _lrr_grid(cfg, X):
-    mult = jnp.asarray(cfg.lrr_mults, X.dtype)
-
-    def one(X):
-        l0 = nb.lrr_lambda_min(X)
-        out = jax.vmap(lambda m: nb.lrr(X, m * l0, num_steps=cfg.lrr_steps))(mult)
+    def solve(X, lam):
+        out = nb.lrr(X, lam, num_steps=cfg.lrr_steps)
         return out.Z, out.residual
 
-    return jax.vmap(one)(X)
+    return _per_seed_grid(X, cfg.lrr_mults, nb.lrr_lambda_min, solve)
 
 
 @functools.partial(jax.jit, static_argnums=(0,),

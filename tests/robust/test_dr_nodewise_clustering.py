@@ -349,6 +349,13 @@ def _col_sqrt_obj(X, B, lam):
 _sqrt_lasso = jax.jit(nb.sqrt_lasso_nodewise, static_argnames=("num_steps", "restart_every"))
 
 
+def _noisy_low_rank(n, d, *, rank, noise, seed):
+    """A rank-``rank`` n x d matrix plus Gaussian noise of scale ``noise``, preprocessed."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, d))
+    return np.asarray(nw.preprocess(jnp.asarray(X + noise * rng.standard_normal((n, d)))))
+
+
 @pytest.mark.parametrize("shape", [(20, 8), (8, 14)])
 def test_sqrt_lasso_matches_scipy(shape):
     """n > d and n < d, a moderate and a small lam (for n < d the small lam is the
@@ -356,9 +363,7 @@ def test_sqrt_lasso_matches_scipy(shape):
     within 1e-5 of the SLSQP dual (a certified lower bound), with and without restarts for
     n > d, and for n > d the coefficients match an L-BFGS-B primal solve."""
     n, d = shape
-    rng = np.random.default_rng(11)
-    X = rng.standard_normal((n, 3)) @ rng.standard_normal((3, d))
-    X = np.asarray(nw.preprocess(jnp.asarray(X + 0.5 * rng.standard_normal((n, d)))))
+    X = _noisy_low_rank(n, d, rank=3, noise=0.5, seed=11)
     lmax = float(nb.sqrt_lasso_lambda_max(jnp.asarray(X)))
     for frac in (0.3, 0.05):
         lam = frac * lmax
@@ -428,9 +433,7 @@ def test_lrr_matches_numpy_chambolle_pock(shape):
     bound from an independent NumPy Chambolle-Pock run (whose own gap is ~1e-14), and at or
     below ``lrr_lambda_min`` the solution is Z = 0."""
     n, d = shape
-    rng = np.random.default_rng(13)
-    X = rng.standard_normal((n, 2)) @ rng.standard_normal((2, d))
-    X = np.asarray(nw.preprocess(jnp.asarray(X + 0.3 * rng.standard_normal((n, d)))))
+    X = _noisy_low_rank(n, d, rank=2, noise=0.3, seed=13)
     l0 = float(nb.lrr_lambda_min(jnp.asarray(X)))
     for m in (1.5, 4.0):
         lam = m * l0
