@@ -320,7 +320,9 @@ def _m_plus_adam_leaf(g, w, m_a, v_a, m_m, v_m, key, hp, *, plan, form, caps):
     max_abs_step, max_rel_step, w_max) in the compute dtype; ``caps`` flags the last three."""
     ct = hp.dtype
     eta_a, eta_m, beta1, beta2, epsilon, tc = (hp[i] for i in range(6))
-    bc1, bc2 = 1 - beta1 ** tc, 1 - beta2 ** tc
+    # bias corrections as scalar reciprocals: one vector division per path, not two (the
+    # update loop is compute-bound on CPUs; rounding differs from m/bc1 by <= 1 ulp)
+    inv_bc1, inv_bc2 = 1 / (1 - beta1 ** tc), 1 / (1 - beta2 ** tc)
     g32, w32 = g.astype(ct), w.astype(ct)
     if form == "mantissa_exponent":
         mant, ex = jnp.frexp(w32)
@@ -336,7 +338,7 @@ def _m_plus_adam_leaf(g, w, m_a, v_a, m_m, v_m, key, hp, *, plan, form, caps):
         # state, made XLA:CPU copy every moment before overwriting it)
         m = (beta1 * m.astype(ct) + (1 - beta1) * x).astype(plan.state)
         v = (beta2 * v.astype(ct) + (1 - beta2) * x * x).astype(plan.state)
-        u = (m.astype(ct) / bc1) / (jnp.sqrt(v.astype(ct) / bc2) + epsilon)
+        u = (m.astype(ct) * inv_bc1) / (jnp.sqrt(v.astype(ct) * inv_bc2) + epsilon)
         return u, m, v
 
     u_a, m_a, v_a = adam(g_add, m_a, v_a)
@@ -567,7 +569,7 @@ def _madam_leaf(g, w, v, key, hp, *, plan, caps):
     eta, beta2, epsilon, tc = (hp[i] for i in range(4))
     g32, w32 = g.astype(ct), w.astype(ct)
     v = (beta2 * v.astype(ct) + (1 - beta2) * g32 * g32).astype(plan.state)  # as stored
-    gstar = g32 / (jnp.sqrt(v.astype(ct) / (1 - beta2 ** tc)) + epsilon)
+    gstar = g32 / (jnp.sqrt(v.astype(ct) * (1 / (1 - beta2 ** tc))) + epsilon)
     step = eta * jnp.sign(w32) * gstar
     if caps[0]:
         step = jnp.clip(step, -hp[4], hp[4])
