@@ -23,6 +23,7 @@ import pytest
 
 from jaxopt_icml import base, problems
 from jaxopt_icml import mesh as mesh_lib
+from jaxopt_icml.hyperparams import check_float
 from jaxopt_icml.testing import (
     AlgorithmCase,
     TransformationCase,
@@ -206,8 +207,7 @@ def _noisy_game(key, dtype):
 
 def reference_extragradient(step_size: float = 0.2):
     """Stochastic extragradient as an ``OracleAlgorithm`` written to the conventions."""
-    if not step_size > 0:
-        raise ValueError(f"step_size must be > 0, got {step_size}")
+    check_float("step_size", step_size, allow_schedule=False)
 
     def init(x0, key):
         del key
@@ -246,8 +246,7 @@ def _worker_quadratics(key, dtype):
 def reference_parallel_sgd(step_size: float = 0.5, *, num_workers: int = 8, mesh=None,
                            _shard_bug: bool = False):
     """Parallel SGD written once per worker: local noisy gradient, ``pmean``, a step."""
-    if not step_size > 0:
-        raise ValueError(f"step_size must be > 0, got {step_size}")
+    check_float("step_size", step_size, allow_schedule=False)
 
     def init(x0, key):
         del key
@@ -463,6 +462,32 @@ def _bad_alg_deterministic(step_size=0.1):
     return base.OracleAlgorithm(init, update)
 
 
+def _bad_alg_float_closure(step_size=0.1):
+    """Turns its step size into a Python float: it cannot be built inside a vmapped sweep."""
+    eta = float(step_size)
+
+    def init(x0, key):
+        return x0
+
+    def update(x, oracle, key):
+        new = x - eta * oracle.operator(x, key)
+        return base.Step(new, {"oracle_calls": jnp.int32(1)}), new
+    return base.OracleAlgorithm(init, update)
+
+
+def _bad_alg_sweep_fallback(step_size=0.1):
+    """Falls back to 0.1 when its step size is traced: a sweep silently runs one value."""
+    eta = step_size if isinstance(step_size, float) else 0.1
+
+    def init(x0, key):
+        return x0
+
+    def update(x, oracle, key):
+        new = x - eta * oracle.operator(x, key)
+        return base.Step(new, {"oracle_calls": jnp.int32(1)}), new
+    return base.OracleAlgorithm(init, update)
+
+
 def _bad_alg(name, make, **kw):
     return AlgorithmCase(name, make, {"step_size": 0.1}, _noisy_game, stochastic=True, **kw)
 
@@ -492,6 +517,8 @@ BROKEN = [
                    _worker_quadratics, distributed=True), "distributed"),
     (_bad_alg("alg_unvalidated", _bad_alg_no_info, invalid=(({"step_size": -1.0}, "step_size"),)),
      "invalid"),
+    (_bad_alg("alg_float_closure", _bad_alg_float_closure), "sweep"),
+    (_bad_alg("alg_sweep_fallback", _bad_alg_sweep_fallback), "sweep"),
 ]
 
 

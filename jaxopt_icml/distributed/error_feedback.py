@@ -137,7 +137,7 @@ def ef_worker(compressor: Compressor, learning_rate: float, *,
               axis_name: str = mesh_lib.DEFAULT_AXIS) -> base.OracleAlgorithm:
     r"""One EF worker (collectives over ``axis_name``); see :func:`ef`."""
     _check_args(compressor, learning_rate, axis_name)
-    lr = float(learning_rate)
+    lr = learning_rate  # a float, or a tracer in a vmapped sweep
 
     def init(x0, key):
         del key
@@ -160,7 +160,7 @@ def ef21_worker(compressor: Compressor, learning_rate: float, *,
                 axis_name: str = mesh_lib.DEFAULT_AXIS) -> base.OracleAlgorithm:
     r"""One EF21 worker (collectives over ``axis_name``); see :func:`ef21`."""
     _check_args(compressor, learning_rate, axis_name)
-    lr = float(learning_rate)
+    lr = learning_rate  # a float, or a tracer in a vmapped sweep
 
     def init(x0, key):
         del key
@@ -191,8 +191,8 @@ def ef(compressor: Compressor, learning_rate: float, *, num_workers: int, mesh=N
     Args:
       compressor: a :class:`~jaxopt_icml.distributed.compressors.Compressor` applied to each
         worker's flattened message (all leaves concatenated).
-      learning_rate: :math:`\eta > 0` (static float; :func:`optimal_step_size` gives the tight
-        :math:`\eta^\star`).
+      learning_rate: :math:`\eta > 0` (float, or a traced scalar when sweeping under
+        ``vmap``; :func:`optimal_step_size` gives the tight :math:`\eta^\star`).
       num_workers: number of workers (static int >= 1).
       mesh: ``None`` (vmap simulation on one device) or a mesh with axis ``axis_name`` of size
         ``num_workers`` (``jax.shard_map``).

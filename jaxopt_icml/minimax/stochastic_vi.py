@@ -184,9 +184,14 @@ def minibatch_operator(oracle, z, key, batch_size, *, max_batch: int = 4096):
 
 def _batch_fn(batch_schedule):
     if callable(batch_schedule):
-        b0 = concrete_float(jnp.asarray(batch_schedule(jnp.int32(0))))
-        if b0 is None or b0 < 1:
-            raise ValueError(f"batch_schedule(0) must be >= 1, got {b0!r}")
+        # evaluated eagerly even when the algorithm is built inside jit/vmap (a sweep);
+        # a schedule that depends on traced values is left unchecked
+        with jax.ensure_compile_time_eval():
+            first = batch_schedule(jnp.int32(0))
+        if not isinstance(first, jax.core.Tracer):
+            b0 = concrete_float(first)
+            if b0 is None or b0 < 1:
+                raise ValueError(f"batch_schedule(0) must be >= 1, got {first!r}")
         return batch_schedule
     b = check_static_int("batch_schedule", batch_schedule, low=1)
     return lambda k: jnp.asarray(b, jnp.int32)

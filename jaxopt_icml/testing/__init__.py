@@ -19,9 +19,10 @@ avals stable), ``float64``, ``determinism``, ``key_reuse``, ``checkpoint`` (orba
 linear schedule: update ``k`` uses ``s(k)``), ``pmap``, ``invalid``. Algorithm checks
 (``algorithms.py``): ``jit`` (including no retrace in ``run``/``run_seeds``), ``info``,
 ``vmap_seeds``, ``shard_seeds``, ``determinism``, ``key_reuse``, ``dtypes`` (f32, f64),
-``bfloat16``, ``checkpoint``, ``invalid``. Each case's object, jitted step, jitted reference run
-and eager run are built once per process and shared by its checks, since compilation dominates
-the run time; references that need no compiled program run eagerly.
+``bfloat16``, ``checkpoint``, ``distributed``, ``sweep`` (a float hyperparameter traced
+inside ``jit(vmap(...))`` equals the concrete runs), ``invalid``. Each case's object, jitted
+step, jitted reference run and eager run are built once per process and shared by its checks,
+since compilation dominates the run time; references that need no compiled program run eagerly.
 
 Transformations are driven by a separable smooth test loss over a mixed pytree
 (:func:`make_params`, :func:`matrix_loss`): every leaf ``p`` with path ``k`` contributes

@@ -1,5 +1,5 @@
 """Checks of a ``base.OracleAlgorithm``: jit, info, seed batching and sharding, determinism,
-key reuse, dtypes and orbax checkpoints."""
+key reuse, dtypes, orbax checkpoints, and traced (swept) hyperparameters."""
 
 from __future__ import annotations
 
@@ -239,6 +239,43 @@ def check_alg_distributed(case: AlgorithmCase) -> None:
     assert_trees_close(got, _alg_reference(case), "shard_map workers vs vmap-simulated workers")
 
 
+def sweep_hyperparameter(case: AlgorithmCase) -> str | None:
+    """The hyperparameter the ``sweep`` check traces: ``case.sweep``, where ``"auto"`` (the
+    default) means the first float-valued entry of ``case.kwargs`` (``None`` if there is
+    none)."""
+    if case.sweep != "auto":
+        return case.sweep
+    return next((k for k, v in case.kwargs.items() if type(v) is float), None)
+
+
+def check_alg_sweep(case: AlgorithmCase) -> None:
+    """A float hyperparameter can be a traced value (CONVENTIONS section 3: a sweep vmaps
+    without recompiling): ``jit(vmap(run))`` over the values ``(v, v/2)`` of
+    :func:`sweep_hyperparameter`, with the algorithm constructed inside the trace, equals the
+    two runs built from the concrete values. Skipped when the case has no float
+    hyperparameter (or declares ``sweep=None``)."""
+    name = sweep_hyperparameter(case)
+    if name is None:
+        _skip("no float hyperparameter to sweep (sweep=None or no float kwargs)")
+    value = case.kwargs.get(name)
+    if type(value) is not float:
+        raise ValueError(f"sweep={name!r} must name a float entry of kwargs, got {value!r}")
+    x0, oracle = _case_alg(case)[3]
+
+    def run_at(v, key):
+        return _run(case.make(**{**case.kwargs, name: v}), x0, oracle, key)
+
+    values = jnp.asarray([value, value / 2], jnp.float32)
+    try:
+        swept = jax.jit(jax.vmap(run_at, in_axes=(0, None)))(values, _key(0))
+    except (jax.errors.ConcretizationTypeError, TypeError) as e:
+        raise AssertionError(f"building the algorithm with a traced {name} failed (a Python "
+                             f"float() or bool of the hyperparameter?): {e}") from e
+    half = _jit_run(case.make(**{**case.kwargs, name: value / 2}))(x0, oracle, _key(0))
+    assert_trees_close(swept, _stack([_alg_reference(case), half]),
+                       f"vmap over {name} = ({value}, {value / 2}) vs the runs at each value")
+
+
 algorithm_checks: dict[str, Callable[[AlgorithmCase], None]] = {
     "jit": check_alg_jit,
     "info": check_alg_info,
@@ -250,5 +287,6 @@ algorithm_checks: dict[str, Callable[[AlgorithmCase], None]] = {
     "bfloat16": check_alg_bfloat16,
     "checkpoint": check_alg_checkpoint,
     "distributed": check_alg_distributed,
+    "sweep": check_alg_sweep,
     "invalid": check_invalid,
 }

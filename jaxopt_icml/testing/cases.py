@@ -55,6 +55,9 @@ class AlgorithmCase(NamedTuple):
         also accepts ``mesh=`` (``None`` simulates the workers on one device, a mesh shards them
         one per device), and the ``distributed`` check asserts that both agree. The problem's
         worker axis must equal the local device count (8 simulated CPU devices in tests).
+      sweep: the float hyperparameter the ``sweep`` check passes as a traced value (``jit`` of
+        a ``vmap`` over two values, the algorithm built inside): ``"auto"`` (default) takes
+        the first float entry of ``kwargs``; ``None`` opts out (say why next to the case).
     """
 
     name: str
@@ -65,3 +68,4 @@ class AlgorithmCase(NamedTuple):
     stochastic: bool = False
     bfloat16: bool = True
     distributed: bool = False
+    sweep: str | None = "auto"
