@@ -20,6 +20,7 @@ from jaxopt_icml import base
 from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.distributed.ho_sfl import (
     ClientData,
+    _direction,
     apply_mlp,
     client_zo_deltas,
     fo_sfl,
@@ -214,6 +215,34 @@ def test_zo_client_estimate_unbiased_monte_carlo():
         d_c = flat(true).size
         # standard error of the mean ~ sqrt((d_c + 1) / (P num)) relative: about 0.018 here
         assert err < 4 * np.sqrt((d_c + 1) / (4 * num)), err
+
+
+def test_bf16_client_perturbation_formed_in_float32():
+    """bf16 client weights: w +- eps u is formed in float32, so an eps = 1e-3 step (below half
+    a bf16 ulp of most weights: a bf16 perturbation would round back to w) still gives
+    delta_p = the directional derivative along u_p, by forward-mode autodiff at the float32
+    copy of the same weights."""
+    w = init_mlp(jax.random.key(0), (5, 7, 3), jnp.bfloat16)
+    w32 = jax.tree.map(lambda a: a.astype(jnp.float32), w)
+    x = jax.random.normal(jax.random.key(1), (10, 5))
+    target = jax.random.normal(jax.random.key(2), (10, 3))
+
+    def objective(v, key):
+        del key
+        return 0.5 * jnp.sum((apply_mlp(v, x) - target) ** 2)
+
+    round_key, eval_key = jax.random.key(3), jax.random.key(4)
+    deltas = client_zo_deltas(objective, w, round_key, eval_key, num_perturbations=6,
+                              radius=1e-3)
+    assert deltas.dtype == jnp.float32
+    for p in range(6):
+        u = jax.tree.map(lambda a: a.astype(jnp.float32), _direction(round_key, w, p, "gaussian"))
+        _, exact = jax.jvp(lambda v: objective(v, None), (w32,), (u,))
+        np.testing.assert_allclose(float(deltas[p]), float(exact), rtol=2e-3, atol=2e-3)
+    # the premise: a bf16 step of eps along u leaves most weights where they were
+    moved = jax.tree.map(lambda a, b: (a + 1e-3 * b.astype(a.dtype)) != a, w,
+                         _direction(round_key, w, 0, "gaussian"))
+    assert np.mean(np.concatenate([np.ravel(m) for m in jax.tree.leaves(moved)])) < 0.5
 
 
 def test_many_directions_approach_first_order_update(one_round):
