@@ -462,10 +462,8 @@ def _bad_alg_deterministic(step_size=0.1):
     return base.OracleAlgorithm(init, update)
 
 
-def _bad_alg_float_closure(step_size=0.1):
-    """Turns its step size into a Python float: it cannot be built inside a vmapped sweep."""
-    eta = float(step_size)
-
+def _fixed_step_alg(eta):
+    """``x <- x - eta F(x, key)`` with ``eta`` as given (the broken sweep cases below)."""
     def init(x0, key):
         return x0
 
@@ -473,19 +471,22 @@ def _bad_alg_float_closure(step_size=0.1):
         new = x - eta * oracle.operator(x, key)
         return base.Step(new, {"oracle_calls": jnp.int32(1)}), new
     return base.OracleAlgorithm(init, update)
+
+
+def _bad_alg_float_closure(step_size=0.1):
+    """Turns its step size into a Python float: it cannot be built inside a vmapped sweep."""
+    return _fixed_step_alg(float(step_size))
 
 
 def _bad_alg_sweep_fallback(step_size=0.1):
     """Falls back to 0.1 when its step size is traced: a sweep silently runs one value."""
-    eta = step_size if isinstance(step_size, float) else 0.1
+    return _fixed_step_alg(step_size if isinstance(step_size, float) else 0.1)
 
-    def init(x0, key):
-        return x0
 
-    def update(x, oracle, key):
-        new = x - eta * oracle.operator(x, key)
-        return base.Step(new, {"oracle_calls": jnp.int32(1)}), new
-    return base.OracleAlgorithm(init, update)
+def _bad_alg_ignores_step_size(step_size=0.1):
+    """Ignores its step size: a sweep over it cannot tell a traced value from a constant."""
+    del step_size
+    return _fixed_step_alg(0.1)
 
 
 def _bad_alg(name, make, **kw):
@@ -519,6 +520,7 @@ BROKEN = [
      "invalid"),
     (_bad_alg("alg_float_closure", _bad_alg_float_closure), "sweep"),
     (_bad_alg("alg_sweep_fallback", _bad_alg_sweep_fallback), "sweep"),
+    (_bad_alg("alg_ignores_step_size", _bad_alg_ignores_step_size), "sweep"),
 ]
 
 

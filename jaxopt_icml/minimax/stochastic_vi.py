@@ -191,7 +191,7 @@ def _batch_fn(batch_schedule):
         if not isinstance(first, jax.core.Tracer):
             b0 = concrete_float(first)
             if b0 is None or b0 < 1:
-                raise ValueError(f"batch_schedule(0) must be >= 1, got {first!r}")
+                raise ValueError(f"batch_schedule(0) must be a scalar >= 1, got {first!r}")
         return batch_schedule
     b = check_static_int("batch_schedule", batch_schedule, low=1)
     return lambda k: jnp.asarray(b, jnp.int32)

@@ -252,7 +252,8 @@ def check_alg_sweep(case: AlgorithmCase) -> None:
     """A float hyperparameter can be a traced value (CONVENTIONS section 3: a sweep vmaps
     without recompiling): ``jit(vmap(run))`` over the values ``(v, v/2)`` of
     :func:`sweep_hyperparameter`, with the algorithm constructed inside the trace, equals the
-    two runs built from the concrete values. Skipped when the case has no float
+    two runs built from the concrete values, which must differ beyond the comparison's
+    tolerance (else an ignored traced value would pass). Skipped when the case has no float
     hyperparameter (or declares ``sweep=None``)."""
     name = sweep_hyperparameter(case)
     if name is None:
@@ -265,14 +266,25 @@ def check_alg_sweep(case: AlgorithmCase) -> None:
     def run_at(v, key):
         return _run(case.make(**{**case.kwargs, name: v}), x0, oracle, key)
 
+    reference = _alg_reference(case)
+    half = _jit_run(case.make(**{**case.kwargs, name: value / 2}))(x0, oracle, _key(0))
+    try:
+        assert_trees_close(half, reference)
+    except AssertionError:
+        pass  # the two values give runs the comparison below can tell apart
+    else:
+        raise AssertionError(
+            f"{name} = {value} and {value / 2} give the same runs (within tolerance) in "
+            f"{NUM_STEPS} steps, so the sweep check could not catch an ignored traced {name}: "
+            "declare sweep= a hyperparameter that matters (or None, with the reason)")
     values = jnp.asarray([value, value / 2], jnp.float32)
     try:
         swept = jax.jit(jax.vmap(run_at, in_axes=(0, None)))(values, _key(0))
-    except (jax.errors.ConcretizationTypeError, TypeError) as e:
-        raise AssertionError(f"building the algorithm with a traced {name} failed (a Python "
-                             f"float() or bool of the hyperparameter?): {e}") from e
-    half = _jit_run(case.make(**{**case.kwargs, name: value / 2}))(x0, oracle, _key(0))
-    assert_trees_close(swept, _stack([_alg_reference(case), half]),
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerIntegerConversionError,
+            jax.errors.TracerArrayConversionError) as e:
+        raise AssertionError(f"the algorithm needs a concrete {name} (a Python float(), int(), "
+                             f"bool or NumPy conversion of a traced value): {e}") from e
+    assert_trees_close(swept, _stack([reference, half]),
                        f"vmap over {name} = ({value}, {value / 2}) vs the runs at each value")
 
 

@@ -20,7 +20,6 @@ from jaxopt_icml import base
 from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.distributed.ho_sfl import (
     ClientData,
-    _direction,
     apply_mlp,
     client_zo_deltas,
     fo_sfl,
@@ -33,6 +32,7 @@ from jaxopt_icml.distributed.ho_sfl import (
     zo_fl,
 )
 from jaxopt_icml.testing import AlgorithmCase
+from jaxopt_icml.zeroth_order.estimators import sample_directions
 
 
 def _ce(outputs, labels):
@@ -235,14 +235,18 @@ def test_bf16_client_perturbation_formed_in_float32():
     deltas = client_zo_deltas(objective, w, round_key, eval_key, num_perturbations=6,
                               radius=1e-3)
     assert deltas.dtype == jnp.float32
+
+    def direction(p):  # direction p of the documented key layout, as float32
+        u = sample_directions(jax.random.fold_in(round_key, p), w, 1, distribution="gaussian")
+        return jax.tree.map(lambda a: a[0].astype(jnp.float32), u)
+
     for p in range(6):
-        u = jax.tree.map(lambda a: a.astype(jnp.float32), _direction(round_key, w, p, "gaussian"))
-        _, exact = jax.jvp(lambda v: objective(v, None), (w32,), (u,))
+        _, exact = jax.jvp(lambda v: objective(v, None), (w32,), (direction(p),))
         np.testing.assert_allclose(float(deltas[p]), float(exact), rtol=2e-3, atol=2e-3)
-    # the premise: a bf16 step of eps along u leaves most weights where they were
-    moved = jax.tree.map(lambda a, b: (a + 1e-3 * b.astype(a.dtype)) != a, w,
-                         _direction(round_key, w, 0, "gaussian"))
-    assert np.mean(np.concatenate([np.ravel(m) for m in jax.tree.leaves(moved)])) < 0.5
+    # the premise: a bf16 step of eps along u leaves most weight-matrix entries where they were
+    moved = [np.ravel((layer["w"] + (1e-3 * u["w"]).astype(jnp.bfloat16)) != layer["w"])
+             for layer, u in zip(w, direction(0), strict=True)]
+    assert np.mean(np.concatenate(moved)) < 0.5
 
 
 def test_many_directions_approach_first_order_update(one_round):

@@ -197,6 +197,17 @@ def test_errors():
         sv.box_prox(1.0, 0.0)
     with pytest.raises(ValueError, match="step_size"):
         sv.residual(lambda z: z, step_size=0.0)
+    # a callable schedule is checked at construction also inside jit (a swept step size):
+    # a valid one builds, an invalid one raises
+    def init_in_jit(schedule):
+        return jax.jit(lambda t: sv.stochastic_fbf(t, batch_schedule=schedule).init(
+            jnp.zeros(2), jax.random.key(0)))(0.5)
+
+    assert int(init_in_jit(lambda k: k + 1).count) == 0
+    with pytest.raises(ValueError, match="batch_schedule"):
+        init_in_jit(lambda k: 0 * k)
+    with pytest.raises(ValueError, match="scalar >= 1"):
+        sv.stochastic_fbf(0.5, batch_schedule=lambda k: jnp.ones(2))
 
 
 @pytest.mark.claims

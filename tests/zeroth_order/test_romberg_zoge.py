@@ -41,8 +41,8 @@ def _case_problem(key, dtype):
     return x0, smooth_test_function(key, x0, dtype=dtype)
 
 
-def _make_romberg_sgd(**kw):
-    return zo_optimizer(romberg_zoge(**kw), optax.sgd(0.01))
+def _make_romberg_sgd(learning_rate=0.01, **kw):
+    return zo_optimizer(romberg_zoge(**kw), optax.sgd(learning_rate))
 
 
 # two_point and zo_optimizer with other optax transformations are tested in
@@ -60,8 +60,11 @@ _INVALID = (
 CONTRACT_CASES = (
     AlgorithmCase(
         "romberg_zoge_sgd", _make_romberg_sgd,
-        {"radius": 0.1, "levels": 2, "num_directions": 2}, _case_problem, stochastic=True,
-        invalid=_INVALID),
+        {"radius": 0.1, "levels": 2, "num_directions": 2, "learning_rate": 0.01},
+        _case_problem, stochastic=True, invalid=_INVALID,
+        # Romberg extrapolation cancels the radius to high order on this problem (runs at
+        # radius 0.1 and 0.05 agree to 3.5e-6): the sweep check traces the step size instead
+        sweep="learning_rate"),
 )
 
 
