@@ -46,8 +46,13 @@ CONTRACT_CASES = (
     AlgorithmCase(
         "falcon", cmab.falcon, {"gamma_scale": 3.0, **_SIZES, "first_epoch": 2, "max_epochs": 4},
         _small_env, stochastic=True, invalid=(({"gamma_scale": -1.0}, "gamma_scale"),)),
-    # (no case for epsilon_greedy: its Step.x is the greedy distribution, which for the
-    # matrix's few steps on this small class is the same for every seed)
+    # epsilon_greedy's Step.x is its action distribution, which for the matrix's few steps on
+    # this small class is the same for every seed: registered as not stochastic (the check
+    # that two seeds differ would fail), every other property applies
+    AlgorithmCase(
+        "epsilon_greedy", cmab.epsilon_greedy, {"eps_scale": 1.0, **_SIZES}, _small_env,
+        invalid=(({"eps_scale": 0.0}, "eps_scale"), ({"eps_scale": -1.0}, "eps_scale"),
+                 ({"num_functions": 0}, "num_functions"))),
 )
 
 

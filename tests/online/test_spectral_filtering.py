@@ -55,6 +55,10 @@ CONTRACT_CASES = (
     AlgorithmCase("online_ar", osf_lib.online_ar, {"ar_order": 3}, _small_problem,
                   invalid=(({"ar_order": 0}, "ar_order"),)),
     AlgorithmCase("persistence", osf_lib.persistence, {}, _small_problem),
+    AlgorithmCase("rls_ar", osf_lib.rls_ar, {"ar_order": 2, "ridge": 0.5, "forgetting": 0.99},
+                  _small_problem,
+                  invalid=(({"ar_order": 0}, "ar_order"), ({"ridge": 0.0}, "ridge"),
+                           ({"forgetting": 0.0}, "forgetting"))),
 )
 
 
