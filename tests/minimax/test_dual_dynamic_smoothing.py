@@ -5,6 +5,7 @@ property, the game value against scipy's linprog, errors, contract cases, claims
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import sys
@@ -78,6 +79,18 @@ CONTRACT_CASES = (
     AlgorithmCase(
         "dual_dynamic_smoothing_v3", _v3_simplex, {"mu0": 1.0, "mu_power": 0.5},
         _game_problem, invalid=(({"mu0": -0.1}, "mu0"),)),
+    # the two baselines with their own update loops (projected GDA and FW-GDA are
+    # dual_dynamic_smoothing with other arguments)
+    AlgorithmCase(
+        "projected_extragradient", functools.partial(
+            sb.projected_extragradient, proj_x=lm.simplex_projection(),
+            proj_y=lm.simplex_projection()),
+        {"step_size": 0.2}, _game_problem, invalid=(({"step_size": 0.0}, "step_size"),)),
+    AlgorithmCase(
+        "smoothed_agda", functools.partial(
+            sb.smoothed_agda, proj_x=lm.simplex_projection(), proj_y=lm.simplex_projection()),
+        {"step_x": 0.2, "step_y": 0.3, "prox": 1.0, "beta": 0.5}, _game_problem,
+        invalid=(({"step_y": -1.0}, "step_y"), ({"prox": 0.0}, "prox"))),
 )
 
 
