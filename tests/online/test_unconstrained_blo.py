@@ -25,6 +25,10 @@ def _make_pablo(eps=1.0, grad_bound=6.0, r_min=1.0, bettor="ons"):
     return pt.pablo(cb.coin_betting(eps, grad_bound, bettor=bettor), r_min=r_min)
 
 
+def _make_full_information(eps=1.0, grad_bound=6.0):
+    return pt.full_information(cb.coin_betting(eps, grad_bound))
+
+
 def _env_problem(key, dtype):
     return jnp.zeros((4,), dtype), pt.linear_losses(key, 4, radius=3.0, dtype=dtype)
 
@@ -35,6 +39,15 @@ CONTRACT_CASES = (
         stochastic=True,
         invalid=(({"eps": 0.0}, "eps"), ({"grad_bound": -1.0}, "grad_bound"),
                  ({"r_min": 0.0}, "r_min"), ({"bettor": "x"}, "bettor"))),
+    # the two baselines: FKM (one-point estimates, projected OGD on a known ball) and the
+    # full-information bettor (true gradients: no randomness of its own)
+    AlgorithmCase(
+        "fkm", pt.fkm, {"learning_rate": 0.1, "radius": 2.0, "delta": 0.3}, _env_problem,
+        stochastic=True,
+        invalid=(({"delta": 0.0}, "delta"), ({"learning_rate": -1.0}, "learning_rate"))),
+    AlgorithmCase(
+        "full_information", _make_full_information, {"eps": 1.0, "grad_bound": 6.0},
+        _env_problem, invalid=(({"eps": 0.0}, "eps"),)),
     TransformationCase(
         "coin_betting", cb.coin_betting, {"eps": 1.0, "grad_bound": 10.0}, lr_name=None,
         invalid=(({"eps": -1.0}, "eps"), ({"grad_bound": 0.0}, "grad_bound"),
