@@ -43,9 +43,9 @@ CONTRACT_CASES = (
         "constrained_linbai_track_and_stop", lb.constrained_linbai_track_and_stop,
         {"delta": 0.1, "inner_steps": 3, "qp_steps": 3, "ridge": 0.1}, _small_problem,
         stochastic=True, invalid=(({"inner_steps": 0}, "inner_steps"),)),
-    # the baselines of claim 2: the G-optimal and uniform designs ignore theta (their sampling
-    # is the same for every seed; the observed rewards, hence the estimate and the stop, are
-    # not)
+    # the experiment's baselines (uniform in claim 2; G-optimal and LinGame reported beside
+    # it). The G-optimal and uniform designs ignore theta: their sampling is the same for
+    # every seed, the observed rewards (hence the estimate and the stop) are not
     AlgorithmCase(
         "constrained_linbai_g_optimal", lb.constrained_linbai_g_optimal,
         {"delta": 0.1, "qp_steps": 3, "ridge": 0.1}, _small_problem, stochastic=True,
