@@ -50,6 +50,7 @@ FORMATS = tuple(jnp.dtype(d) for d in (
 
 # compute dtype -> (unsigned int of the same width, stored mantissa bits)
 _BITS = {jnp.dtype(jnp.float32): (jnp.uint32, 23), jnp.dtype(jnp.float64): (jnp.uint64, 52)}
+_EXP_BITS = {jnp.dtype(jnp.float32): 8, jnp.dtype(jnp.float64): 11}
 
 
 def _format(dtype, name="dtype") -> jnp.dtype:
@@ -81,6 +82,20 @@ def _as_compute(x):
     return x.astype(compute_dtype(x.dtype))
 
 
+def _nearest_by_reduce_precision(x, fmt):
+    """``x`` (float32 or float64, within fmt's range) rounded to nearest even onto fmt's grid
+    without a cast: ``lax.reduce_precision`` of the mantissa within the compute dtype's own
+    exponent range, then the uniform grid of fmt's subnormal range."""
+    ct = x.dtype
+    nm, minexp, _ = _info(fmt)
+    y = jax.lax.reduce_precision(x, exponent_bits=_EXP_BITS[ct], mantissa_bits=nm)
+    if minexp <= ml_dtypes.finfo(ct).minexp:
+        return y
+    step = 2.0 ** (minexp - nm)
+    zq = jnp.round(x * jnp.asarray(1 / step, ct))
+    return jnp.where(jnp.abs(x) < jnp.asarray(2.0 ** minexp, ct), zq * jnp.asarray(step, ct), y)
+
+
 def _round_values(x, fmt, rbits=None):
     """``x`` (float32 or float64) rounded onto the grid of ``fmt``, saturating at its largest
     finite value; nearest-even when ``rbits`` is ``None``, else stochastic with the uniform
@@ -96,33 +111,43 @@ def _round_values(x, fmt, rbits=None):
     if nm > mbits:
         raise ValueError(f"cannot round {ct} values onto the wider format {fmt}")
     x = jnp.clip(x, -fmax, fmax)
-    if rbits is None and ct == jnp.float32:
-        # XLA's float32 -> fmt conversion rounds to nearest even, subnormals included: the same
-        # result as the bit manipulation below (checked against ml_dtypes in the tests), in
-        # one fused convert. float64 inputs keep the bit path (no double rounding through f32).
-        return x.astype(fmt).astype(ct)
-    drop = mbits - nm
-    one = uint(1)
-    low = uint((1 << drop) - 1)
+    if rbits is None:
+        by_reduce_precision = functools.partial(_nearest_by_reduce_precision, fmt=fmt)
+        if ct != jnp.float32:
+            return by_reduce_precision(x)  # no double rounding through float32
+        # XLA's float32 -> fmt conversion rounds to nearest even, subnormals included (checked
+        # against ml_dtypes in the tests), and on the CPU it is the cheaper one. Elsewhere a cast
+        # to fmt and back may be folded away as excess precision (XLA's GPU backend does so by
+        # default), which would leave float32 weights in disguise: reduce_precision is kept.
+        return jax.lax.platform_dependent(
+            x, cpu=lambda x: x.astype(fmt).astype(ct), default=by_reduce_precision)
+    # stochastic: add uniform noise below the kept mantissa bits, then truncate
+    low = uint((1 << (mbits - nm)) - 1)
     bits = jax.lax.bitcast_convert_type(x, uint)
     sign_mask = uint(1 << (8 * jnp.dtype(uint).itemsize - 1))
     sign, mag = bits & sign_mask, bits & ~sign_mask
-    if rbits is None:  # round half to even at bit ``drop``
-        mag = mag + (uint((1 << (drop - 1)) - 1) + ((mag >> uint(drop)) & one))
-    else:  # add uniform noise below bit ``drop``, then truncate: P(up) = fraction of an ulp
-        mag = mag + (rbits & low)
+    mag = mag + (rbits & low)  # P(up) = the dropped fraction of an ulp
     y = jax.lax.bitcast_convert_type(sign | (mag & ~low), ct)
-    if minexp > ml_dtypes.finfo(ct).minexp:  # fmt's subnormal range: a uniform grid
-        step = 2.0 ** (minexp - nm)
-        z = x * jnp.asarray(1.0 / step, ct)
-        if rbits is None:
-            zq = jnp.round(z)
-        else:
-            shift = 8 * jnp.dtype(uint).itemsize - (mbits + 1)
-            u = (rbits >> uint(shift)).astype(ct) * jnp.asarray(2.0 ** -(mbits + 1), ct)
-            zq = jnp.floor(z + u)
-        y = jnp.where(jnp.abs(x) < jnp.asarray(2.0 ** minexp, ct), zq * jnp.asarray(step, ct), y)
-    return y
+    if minexp <= ml_dtypes.finfo(ct).minexp:
+        return y
+    step = 2.0 ** (minexp - nm)  # fmt's subnormal range: a uniform grid
+    shift = 8 * jnp.dtype(uint).itemsize - (mbits + 1)
+    u = (rbits >> uint(shift)).astype(ct) * jnp.asarray(2.0 ** -(mbits + 1), ct)
+    zq = jnp.floor(x * jnp.asarray(1 / step, ct) + u)
+    return jnp.where(jnp.abs(x) < jnp.asarray(2.0 ** minexp, ct), zq * jnp.asarray(step, ct), y)
+
+
+def _as_stored(x, dtype):
+    """``x`` (compute dtype) cast to the state ``dtype``, such that reading it back as
+    ``stored.astype(x.dtype)`` gives the stored value on every backend: off the CPU, XLA may
+    fold a bare narrowing-widening cast pair into ``x`` (the reader would see the unrounded
+    ``x``), so there the value is first rounded by ``reduce_precision``."""
+    dtype = jnp.dtype(dtype)
+    if ml_dtypes.finfo(dtype).nmant >= ml_dtypes.finfo(x.dtype).nmant:
+        return x.astype(dtype)
+    return jax.lax.platform_dependent(
+        x, cpu=lambda x: x.astype(dtype),
+        default=lambda x: _nearest_by_reduce_precision(x, dtype).astype(dtype))
 
 
 def _random_bits(key, shape, ct):
@@ -154,10 +179,14 @@ def round_to_format(x: jax.Array, dtype, *, key: jax.Array | None = None,
     Nearest (ties to even) without ``key``; stochastic rounding with ``key``: each entry goes to
     the grid point below or above with probabilities proportional to the distance to the other
     one, so :math:`\mathbb{E}[Q(x)] = x` within the format's range. Values beyond the largest
-    finite value saturate (also for formats with infinities). The arithmetic is exact: the
-    result is computed on the bit patterns in float32 (float64 for float64 ``x``). XLA flushes
-    float32 subnormals to zero, so BF16 values below ``finfo(bfloat16).tiny`` (1.2e-38) become 0
-    in float32 compute.
+    finite value saturate (also for formats with infinities). The arithmetic is exact, in
+    float32 (float64 for float64 ``x``): integer operations on the bit patterns (stochastic);
+    nearest by XLA's conversion to ``dtype`` and back on the CPU, elsewhere by
+    ``lax.reduce_precision`` of the mantissa and a uniform grid in the format's subnormal
+    range, because XLA may fold a cast and its inverse away as excess precision (its GPU
+    backend does by default: the values would not be rounded at all). XLA flushes float32
+    subnormals to zero, so BF16 values below ``finfo(bfloat16).tiny`` (1.2e-38) become 0 in
+    float32 compute.
 
     Args:
       x: array of any float dtype.
@@ -336,8 +365,8 @@ def _m_plus_adam_leaf(g, w, m_a, v_a, m_m, v_m, key, hp, *, plan, form, caps):
         # is the optimizer's only memory, and the update loop then reads the new moments
         # instead of recomputing them from the old ones (which, when the step donates its
         # state, made XLA:CPU copy every moment before overwriting it)
-        m = (beta1 * m.astype(ct) + (1 - beta1) * x).astype(plan.state)
-        v = (beta2 * v.astype(ct) + (1 - beta2) * x * x).astype(plan.state)
+        m = _as_stored(beta1 * m.astype(ct) + (1 - beta1) * x, plan.state)
+        v = _as_stored(beta2 * v.astype(ct) + (1 - beta2) * x * x, plan.state)
         u = (m.astype(ct) * inv_bc1) / (jnp.sqrt(v.astype(ct) * inv_bc2) + epsilon)
         return u, m, v
 
@@ -568,7 +597,7 @@ def _madam_leaf(g, w, v, key, hp, *, plan, caps):
     ct = hp.dtype
     eta, beta2, epsilon, tc = (hp[i] for i in range(4))
     g32, w32 = g.astype(ct), w.astype(ct)
-    v = (beta2 * v.astype(ct) + (1 - beta2) * g32 * g32).astype(plan.state)  # as stored
+    v = _as_stored(beta2 * v.astype(ct) + (1 - beta2) * g32 * g32, plan.state)
     gstar = g32 / (jnp.sqrt(v.astype(ct) * (1 / (1 - beta2 ** tc))) + epsilon)
     step = eta * jnp.sign(w32) * gstar
     if caps[0]:

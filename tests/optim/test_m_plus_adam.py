@@ -14,6 +14,7 @@ import pytest
 
 from jaxopt_icml.optim.m_plus_adam import (
     FORMATS,
+    _nearest_by_reduce_precision,
     dequantize,
     m_plus_adam,
     madam,
@@ -171,9 +172,41 @@ def test_nearest_rounding_matches_ml_dtypes(dtype):
     rounder = jax.jit(lambda v: round_to_format(v, dtype), compiler_options=_DEFAULT_CODEGEN)
     got = np.asarray(rounder(x), np.float64)
     np.testing.assert_array_equal(got, ref)
+    # the rounding used off the CPU (reduce_precision, no cast), on the same values
+    fmax = float(ml_dtypes.finfo(dtype).max)
+    no_cast = jax.jit(lambda v: _nearest_by_reduce_precision(jnp.clip(v, -fmax, fmax), dtype))
+    np.testing.assert_array_equal(np.asarray(no_cast(x), np.float64), ref)
     with jax.enable_x64(True):  # the float64 bit path (x64 runs)
         got64 = np.asarray(rounder(jnp.asarray(x, jnp.float64)))
     np.testing.assert_array_equal(got64, ref)
+
+
+@pytest.mark.parametrize("leaf, fmt", [(jnp.float32, jnp.float8_e4m3fn),
+                                       (jnp.float32, jnp.float4_e2m1fn),
+                                       (jnp.bfloat16, None)])
+def test_rounding_is_not_a_cast_round_trip(leaf, fmt):
+    """Off the CPU, the weights and the bf16 moments are rounded by ``reduce_precision``, not
+    by a cast to the narrow dtype and back. XLA may fold such a round trip away as excess
+    precision: its GPU backend does by default (a deviceless H100 compile with jax 0.10.2 kept
+    none of the FP8/FP4 weight rounding and read unrounded moments), which silently trains
+    float32 weights. The rounding ops must be in the program lowered for a GPU or TPU: one per
+    moment (four, bf16 state) and one for the weights, and the narrow format never appears.
+    (On the CPU, whose XLA keeps the round trip, the cheaper cast is used: the other rounding
+    tests run it.)"""
+    tx = m_plus_adam(1e-3, 1e-3, param_dtype=fmt, state_dtype=jnp.bfloat16,
+                     per_tensor_scale=False)
+    p = jnp.linspace(-2.0, 2.0, 64).astype(leaf)
+
+    def step(p, s):
+        u, s = tx.update(0.01 * p, s, p)
+        return optax.apply_updates(p, u), s
+
+    traced = jax.jit(step).trace(p, tx.init(p))
+    for platform in ("cuda", "rocm", "tpu"):
+        text = traced.lower(lowering_platforms=(platform,)).as_text()
+        assert text.count("stablehlo.reduce_precision") == 5
+        for narrow in ("f8E4M3FN", "f4E2M1FN"):
+            assert narrow not in text
 
 
 @pytest.mark.parametrize("dtype", _LOW)
