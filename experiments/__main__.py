@@ -10,6 +10,8 @@ Commands::
     notebooks [--check] [slug ...]
                                  regenerate colab/<slug>.ipynb, or check they are up to date
     bench ...                    benchmarks (experiments/bench.py)
+    gpu-compile ...              the optimizer benchmarks' steps compiled for an H100 without a
+                                 GPU: launches, DRAM traffic bound, copies (needs jax[cuda13])
     multihost ...                a distributed algorithm over several processes (hosts), checked
                                  against the simulated run (experiments/multihost.py)
 
@@ -172,6 +174,9 @@ COMMANDS: dict[str, Command] = {
     "notebooks": from_module("experiments.notebooks",
                              "regenerate the Colab notebooks, or --check they are up to date"),
     "bench": from_module("experiments.bench", "benchmarks against existing implementations"),
+    "gpu-compile": from_module("experiments.gpu_compile",
+                               "compile the optimizer benchmarks for an H100 without a GPU "
+                               "(launches, traffic, copies)"),
     "multihost": from_module("experiments.multihost",
                              "run a distributed algorithm on a mesh over several processes"),
 }

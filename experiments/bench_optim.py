@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -50,6 +51,20 @@ def _fake_grad(params):
     return jax.tree.map(lambda x: (0.01 * x.astype(jnp.float32)).astype(x.dtype), params)
 
 
+def step_fn(tx, *, donate: bool = False) -> Callable:
+    """The jitted training step ``(p, s[, g]) -> (p, s)`` the benchmarks time: ``g = 0.01 p``
+    formed inside unless passed in; ``donate=True`` donates ``p`` and ``s``."""
+
+    @functools.partial(jax.jit, donate_argnums=(0, 1) if donate else ())
+    def step(p, s, g=None):
+        if g is None:
+            g = _fake_grad(p)
+        u, s = tx.update(g, s, p)
+        return optax.apply_updates(p, u), s
+
+    return step
+
+
 def stepper(tx, params, *, donate: bool = False,
             grad_input: bool = False) -> Callable[[], object]:
     """A no-argument callable that advances ``(params, state)`` by one jitted step of ``tx``.
@@ -66,14 +81,7 @@ def stepper(tx, params, *, donate: bool = False,
     Under donation this matters: a gradient fused from ``p`` makes every loop that writes a
     state buffer read the old ``p``, while the loop writing ``p`` reads the old state, and
     XLA must copy one side."""
-
-    @functools.partial(jax.jit, donate_argnums=(0, 1) if donate else ())
-    def step(p, s, g=None):
-        if g is None:
-            g = _fake_grad(p)
-        u, s = tx.update(g, s, p)
-        return optax.apply_updates(p, u), s
-
+    step = step_fn(tx, donate=donate)
     fresh = jax.tree.map(jnp.copy, params)
     carry = [fresh, tx.init(fresh)]
     extra = (_fake_grad(params),) if grad_input else ()
@@ -97,12 +105,21 @@ def matrix_pytree(num_params: int, key, side: int = 1024) -> dict:
     return tree
 
 
-def run_benchmarks(*, big_pytree: Callable, ratio: Callable, num_params: int,
-                   matrix_side: int, repeats: int, inner: int, donate: bool = False,
-                   grad_input: bool = False) -> dict:
-    """All optimizer benchmarks; ``big_pytree(num_params, key)`` and ``ratio(a, b, repeats=,
-    inner=)`` come from :mod:`experiments.bench`; ``donate`` and ``grad_input`` as in
-    :func:`stepper`."""
+class Pair(NamedTuple):
+    """One benchmark: method ``a`` against its reference ``b`` on ``tree``; ``matrix`` marks
+    the Newton-Schulz benchmark (fewer rounds, one call per round)."""
+
+    name: str
+    a: Any
+    b: Any
+    tree: Any
+    note: str = ""
+    matrix: bool = False
+
+
+def pairs(*, big_pytree: Callable, num_params: int, matrix_side: int) -> list[Pair]:
+    """The optimizer benchmarks of :data:`TARGETS`, in order (shared by the timed runs and
+    :mod:`experiments.gpu_compile`)."""
     from jaxopt_icml.optim import (
         clipped_sgd,
         delayed_adamw,
@@ -116,34 +133,46 @@ def run_benchmarks(*, big_pytree: Callable, ratio: Callable, num_params: int,
     params_bf16 = jax.tree.map(lambda x: x.astype(jnp.bfloat16), params)
     mats = matrix_pytree(num_params, jax.random.PRNGKey(1), matrix_side)
     lr = 1e-3
+    return [
+        # M+Adam keeps two Adam moment pairs (additive and multiplicative paths): in float32
+        # that is 4 state buffers against Adam's 2; the paper's setting stores them in bf16.
+        Pair("m_plus_adam_vs_adam", m_plus_adam(lr, lr, state_dtype=jnp.bfloat16),
+             optax.adam(lr), params, "float32 params; M+Adam state in bf16, Adam's in float32"),
+        Pair("m_plus_adam_f32_state_vs_adam", m_plus_adam(lr, lr), optax.adam(lr), params,
+             "float32 params and states (context)"),
+        Pair("m_plus_adam_vs_adam_bf16", m_plus_adam(lr, lr, state_dtype=jnp.bfloat16),
+             optax.adam(lr), params_bf16, "bf16 params and states for both"),
+        Pair("deva_linf_vs_adam", deva_linf(lr), optax.adam(lr), params),
+        # deva routes matrices to the Schatten form and vectors to the l_inf form, as muon
+        # routes vectors to AdamW; without the SOAP eigenbasis both do 5 Newton-Schulz steps
+        # per matrix.
+        Pair("deva_schatten_vs_muon", deva(lr, use_eigenbasis=False), optax.contrib.muon(lr),
+             mats, f"{matrix_side}x{matrix_side} matrices + one vector; use_eigenbasis=False",
+             matrix=True),
+        Pair("clipped_sgd_vs_optax_chain", clipped_sgd(lr, 1.0),
+             optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(lr)), params),
+        Pair("delay_vs_inner", one_step_delay(optax.adamw(lr)), optax.adamw(lr), params),
+        Pair("delay_bf16_stash_vs_inner",
+             one_step_delay(optax.adamw(lr), stash_dtype=jnp.bfloat16), optax.adamw(lr),
+             params, "stale gradient stored in bf16 (float32 params)"),
+        Pair("delayed_adamw_vs_adamw", delayed_adamw(lr), optax.adamw(lr), params,
+             "exact one-step-delayed AdamW, moments one gradient ahead (no stash)"),
+    ]
+
+
+def run_benchmarks(*, big_pytree: Callable, ratio: Callable, num_params: int,
+                   matrix_side: int, repeats: int, inner: int, donate: bool = False,
+                   grad_input: bool = False) -> dict:
+    """All optimizer benchmarks; ``big_pytree(num_params, key)`` and ``ratio(a, b, repeats=,
+    inner=)`` come from :mod:`experiments.bench`; ``donate`` and ``grad_input`` as in
+    :func:`stepper`."""
     out = {}
-
-    def pair(name, tx_a, tx_b, tree, *, rounds=repeats, calls=inner, note=""):
-        mode = dict(donate=donate, grad_input=grad_input)
-        out[name] = ratio(stepper(tx_a, tree, **mode), stepper(tx_b, tree, **mode),
-                          repeats=rounds, inner=calls)
-        out[name]["num_params"] = int(sum(x.size for x in jax.tree.leaves(tree)))
-        out[name]["note"] = note
-
-    # M+Adam keeps two Adam moment pairs (additive and multiplicative paths): in float32 that
-    # is 4 state buffers against Adam's 2; the paper's setting stores them in bf16.
-    pair("m_plus_adam_vs_adam", m_plus_adam(lr, lr, state_dtype=jnp.bfloat16),
-         optax.adam(lr), params, note="float32 params; M+Adam state in bf16, Adam's in float32")
-    pair("m_plus_adam_f32_state_vs_adam", m_plus_adam(lr, lr), optax.adam(lr), params,
-         note="float32 params and states (context)")
-    pair("m_plus_adam_vs_adam_bf16", m_plus_adam(lr, lr, state_dtype=jnp.bfloat16),
-         optax.adam(lr), params_bf16, note="bf16 params and states for both")
-    pair("deva_linf_vs_adam", deva_linf(lr), optax.adam(lr), params)
-    # deva routes matrices to the Schatten form and vectors to the l_inf form, as muon routes
-    # vectors to AdamW; without the SOAP eigenbasis both do 5 Newton-Schulz steps per matrix.
-    pair("deva_schatten_vs_muon", deva(lr, use_eigenbasis=False), optax.contrib.muon(lr), mats,
-         rounds=max(3, repeats // 2), calls=1,
-         note=f"{matrix_side}x{matrix_side} matrices + one vector; use_eigenbasis=False")
-    pair("clipped_sgd_vs_optax_chain", clipped_sgd(lr, 1.0),
-         optax.chain(optax.clip_by_global_norm(1.0), optax.sgd(lr)), params)
-    pair("delay_vs_inner", one_step_delay(optax.adamw(lr)), optax.adamw(lr), params)
-    pair("delay_bf16_stash_vs_inner", one_step_delay(optax.adamw(lr), stash_dtype=jnp.bfloat16),
-         optax.adamw(lr), params, note="stale gradient stored in bf16 (float32 params)")
-    pair("delayed_adamw_vs_adamw", delayed_adamw(lr), optax.adamw(lr), params,
-         note="exact one-step-delayed AdamW, moments one gradient ahead (no stash)")
+    mode = dict(donate=donate, grad_input=grad_input)
+    for pair in pairs(big_pytree=big_pytree, num_params=num_params, matrix_side=matrix_side):
+        rounds, calls = (max(3, repeats // 2), 1) if pair.matrix else (repeats, inner)
+        row = ratio(stepper(pair.a, pair.tree, **mode), stepper(pair.b, pair.tree, **mode),
+                    repeats=rounds, inner=calls)
+        row["num_params"] = int(sum(x.size for x in jax.tree.leaves(pair.tree)))
+        row["note"] = pair.note
+        out[pair.name] = row
     return out

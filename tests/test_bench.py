@@ -54,3 +54,76 @@ def test_family_benchmarks_run_quick():
     for name in bench_families.BENCHES:
         assert out[name]["ratio_median"] > 0, name
         assert "meets_target" in out[name], name
+
+
+# --------------------------------------------------------------------------- gpu-compile
+
+_HLO = """HloModule jit_step, is_scheduled=true
+
+%fused_add (param_0: f32[4,2], param_1: bf16[8]) -> (f32[4,2], bf16[8]) {
+  %param_0 = f32[4,2]{1,0} parameter(0)
+  ROOT %t = (f32[4,2]{1,0}, bf16[8]{0}) tuple(%param_0, %param_1)
+}
+
+ENTRY %main (p.1: f32[4,2], s.1: bf16[8], c.1: s32[]) -> (f32[4,2], bf16[8], f8e4m3fn[16], s32[]) {
+  %p.1 = f32[4,2]{1,0} parameter(0)
+  %s.1 = bf16[8]{0} parameter(1)
+  %c.1 = s32[] parameter(2)
+  %loop_fusion = (f32[4,2], bf16[8]{0}, /*index=2*/f8e4m3fn[16]{0}) fusion(%p.1, %s.1), kind=kLoop
+  %get-tuple-element.1 = f32[4,2]{1,0} get-tuple-element(%loop_fusion), index=0
+  %copy.2 = f32[4,2]{1,0} copy(%get-tuple-element.1)
+  %gemm = f32[4,4]{1,0} custom-call(%copy.2, %get-tuple-element.1), custom_call_target="gemm"
+  ROOT %tuple.3 = (f32[4,2]{1,0}, s32[]) tuple(%copy.2, %c.1)
+}
+"""
+
+
+def test_gpu_compile_reads_launches_and_their_bytes():
+    """Launches of a hand-written optimized module and their bytes, counted by hand: the fusion
+    reads 32 + 16 bytes and writes 32 + 16 + 16 (a tuple shape with an index comment); the copy
+    32 -> 32; the GEMM reads 32 + 32 and writes 64; parameters, tuples and get-tuple-element
+    launch nothing."""
+    from experiments import gpu_compile
+
+    kernels = gpu_compile.entry_kernels(_HLO)
+    assert [(k.name, k.opcode, k.kind) for k in kernels] == [
+        ("loop_fusion", "fusion", "kLoop"), ("copy.2", "copy", ""),
+        ("gemm", "custom-call", "")]
+    assert [(k.bytes_in, k.bytes_out) for k in kernels] == [(48, 64), (32, 32), (64, 64)]
+    summary = gpu_compile.summarize(kernels)
+    assert summary["kernels"] == 3 and summary["copies"] == 1
+    assert summary["traffic_bytes"] == 48 + 64 + 64 + 128
+    assert gpu_compile.shape_bytes("(f32[2,3]{1,0}, bf16[4]{0}, f4e2m1fn[2], pred[])") == 35
+
+
+def test_gpu_compile_reads_an_xla_program():
+    """On a program compiled here (the CPU): the elementwise step fuses into one launch that
+    reads and writes the 1000-float array once."""
+    import jax.numpy as jnp
+
+    from experiments import gpu_compile
+
+    text = jax.jit(lambda x: 2.0 * x + 1.0).lower(jnp.ones(1000)).compile().as_text()
+    summary = gpu_compile.summarize(gpu_compile.entry_kernels(text))
+    assert summary["kernels"] == 1 and summary["traffic_bytes"] == 8000
+
+
+def test_gpu_compile_without_the_cuda_plugin_says_what_to_install(capsys):
+    import argparse
+
+    import pytest
+
+    from experiments import gpu_compile
+
+    try:
+        gpu_compile.gpu_sharding()
+    except RuntimeError:
+        pass
+    else:
+        pytest.skip("the CUDA plugin is installed here")
+    args = argparse.Namespace(num_params=1000, only=["m_plus_adam_vs_adam"], out=None)
+    assert gpu_compile.main(args) == 2
+    assert "jax[cuda13]" in capsys.readouterr().out
+    args.only = ["nope"]
+    assert gpu_compile.main(args) == 2
+    assert "unknown benchmark" in capsys.readouterr().out
