@@ -127,3 +127,23 @@ def test_gpu_compile_without_the_cuda_plugin_says_what_to_install(capsys):
     args.only = ["nope"]
     assert gpu_compile.main(args) == 2
     assert "unknown benchmark" in capsys.readouterr().out
+
+
+def test_deva_matrix_step_launches_no_more_kernels_than_muon_on_an_h100():
+    """Needs JAX's CUDA plugin (skipped without it): DeVA's matrix-form step, compiled for an
+    H100, launches no more kernels than optax's Muon on the benchmark's 10M-parameter matrices
+    (190 against 191; with the Newton-Schulz coefficients folded in as constants, 256)."""
+    import pytest
+
+    from experiments import gpu_compile
+
+    try:
+        sharding = gpu_compile.gpu_sharding()
+    except RuntimeError:
+        pytest.skip("JAX's CUDA plugin is not installed")
+    pair = next(p for p in bench_optim.pairs(big_pytree=bench._big_pytree,
+                                             num_params=10_000_000, matrix_side=1024)
+                if p.name == "deva_schatten_vs_muon")
+    deva, muon = (gpu_compile.summarize(gpu_compile.entry_kernels(gpu_compile.compile_step(
+        tx, pair.tree, sharding, donate=False, grad_input=False))) for tx in (pair.a, pair.b))
+    assert deva["kernels"] <= muon["kernels"]
