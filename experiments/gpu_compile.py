@@ -6,19 +6,21 @@ donated with the gradient passed in) ahead of time for an H100, through XLA's GP
 with a device description instead of a device, and reads the optimized program:
 
 * ``kernels``: the launches of the step (fusions, library calls such as GEMMs, copies);
-* ``traffic``: an upper bound on the step's DRAM traffic, the bytes each launch reads and
-  writes, summed (a value read by two launches counts twice; an L2 hit is not seen);
+* ``traffic``: the bytes each launch reads (each distinct operand once) and writes, summed:
+  an estimate of the step's DRAM traffic (a value read by two launches counts twice; an L2
+  hit is not seen, nor a GEMM re-reading its operands);
 * ``copies``: buffer copies XLA inserted (donation conflicts).
 
 These are static facts about the compiled program, not timings: at 100M parameters the H200
-timings of the elementwise steps followed the traffic ratio (README), while at 10M launch
+timings of the elementwise steps came close to the traffic ratio (README), while at 10M launch
 counts and per-element work matter too. The point is to see what a GPU compile does (how
 it fuses, what it copies, what it folds away) where no GPU is at hand; it found that XLA's
 GPU backend folded M+Adam's cast-based rounding away (see
 :func:`jaxopt_icml.optim.round_to_format`).
 
 ``--cases`` instead compiles every case of the property matrix (a transformation's step, an
-algorithm's 3-step run) for the H100 and lists those that fail.
+algorithm's 3-step run) for the H100, or with ``--platform tpu-v5e`` for one chip of a TPU
+v5e slice (needs libtpu, ``pip install "jax[tpu]"``), and lists those that fail.
 
 Needs JAX's CUDA plugin (``pip install "jax[cuda13]"``, several GB; no GPU or driver
 needed). Without it the command says so and exits with status 2.
@@ -64,15 +66,17 @@ MODES = {"plain": (False, False), "donated": (True, False), "donated_grad_input"
 
 _BYTES = {"pred": 1, "s8": 1, "u8": 1, "f8e4m3fn": 1, "f8e5m2": 1, "f4e2m1fn": 1, "s16": 2,
           "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4, "s64": 8, "u64": 8,
-          "f64": 8, "c64": 8, "c128": 16}
+          "f64": 8, "c64": 8, "c128": 16, "token": 0}
 # instructions of the entry computation that launch nothing
 _FREE = {"parameter", "tuple", "get-tuple-element", "bitcast", "constant"}
+# instructions whose bodies run kernels this count does not see
+_CONTROL_FLOW = {"while", "conditional", "call", "async-start"}
 _INSTRUCTION = re.compile(r"\s*(?:ROOT )?%([\w.\-]+) = (\([^=]*?\)|\S+) ([\w\-]+)\((.*)")
 
 
 class Kernel(NamedTuple):
     """One launch of a compiled step: its HLO name and opcode, the fusion kind (``""`` for a
-    non-fusion), and the bytes it reads and writes."""
+    non-fusion), and the bytes it reads (each distinct operand once) and writes."""
 
     name: str
     opcode: str
@@ -82,19 +86,32 @@ class Kernel(NamedTuple):
 
 
 def shape_bytes(shape: str) -> int:
-    """Bytes of an HLO shape or tuple of shapes, e.g. ``(f32[2,3]{1,0}, bf16[4]{0})`` -> 32."""
+    """Bytes of an HLO shape or tuple of shapes, e.g. ``(f32[2,3]{1,0}, bf16[4]{0})`` -> 32.
+    Raises ``ValueError`` on an element type or a (dynamic) dimension it cannot size."""
     total = 0
-    for dtype, dims in re.findall(r"\b([a-z]+\d*(?:e\d+m\d+(?:fn)?)?)\[([\d,]*)\]", shape):
-        if dtype in _BYTES:
-            size = 1
-            for d in filter(None, dims.split(",")):
-                size *= int(d)
-            total += _BYTES[dtype] * size
+    for dtype, dims in re.findall(r"\b([a-z]+\d*(?:e\d+m\d+\w*)?)\[([^\]]*)\]", shape):
+        if dtype not in _BYTES or not re.fullmatch(r"[\d,]*", dims):
+            raise ValueError(f"cannot size {dtype}[{dims}] in {shape!r}")
+        size = 1
+        for d in filter(None, dims.split(",")):
+            size *= int(d)
+        total += _BYTES[dtype] * size
     return total
 
 
+def _operands(rest: str) -> list[str]:
+    """Distinct operand names of an instruction, from the text after its opcode's ``(``: up to
+    the matching ``)``, whatever parentheses the operands' printed shapes contain."""
+    depth, end = 1, 0
+    while end < len(rest) and depth:
+        depth += {"(": 1, ")": -1}.get(rest[end], 0)
+        end += 1
+    return list(dict.fromkeys(re.findall(r"%([\w.\-]+)", rest[:end])))
+
+
 def entry_kernels(hlo_text: str) -> list[Kernel]:
-    """The launches of the entry computation of an optimized HLO module, in program order."""
+    """The launches of the entry computation of an optimized HLO module, in program order.
+    Raises ``ValueError`` on an instruction line it cannot read."""
     start = hlo_text.index("\nENTRY")
     entry = hlo_text[start:hlo_text.index("\n}", start)]
     entry = re.sub(r"/\*index=\d+\*/", "", entry)  # tuple-shape comments contain '='
@@ -103,23 +120,28 @@ def entry_kernels(hlo_text: str) -> list[Kernel]:
     for line in entry.splitlines()[1:]:
         match = _INSTRUCTION.match(line)
         if not match:
+            if re.match(r"\s*(ROOT )?%", line):
+                raise ValueError(f"cannot read HLO instruction: {line[:200]}")
             continue
         name, shape, opcode, rest = match.groups()
         shapes[name] = shape
         if opcode in _FREE:
             continue
-        operands = re.findall(r"%([\w.\-]+)", rest.split(")")[0])
         kind = re.search(r"kind=(\w+)", line)
         kernels.append(Kernel(name, opcode, kind.group(1) if kind else "",
-                              sum(shape_bytes(shapes.get(o, "")) for o in operands),
+                              sum(shape_bytes(shapes.get(o, "")) for o in _operands(rest)),
                               shape_bytes(shape)))
     return kernels
 
 
 def summarize(kernels: list[Kernel]) -> dict:
+    """Launch count, summed bytes (``traffic_bytes``: read + written per launch, an estimate
+    of DRAM traffic: an L2 hit is not seen, nor a GEMM re-reading its operands), copies,
+    control-flow instructions (whose bodies are not counted) and launches by fusion kind."""
     return {"kernels": len(kernels),
             "traffic_bytes": sum(k.bytes_in + k.bytes_out for k in kernels),
             "copies": sum(k.opcode == "copy" for k in kernels),
+            "control_flow": sum(k.opcode in _CONTROL_FLOW for k in kernels),
             "by_kind": dict(Counter(k.kind or k.opcode for k in kernels))}
 
 
@@ -136,9 +158,26 @@ def gpu_sharding(target: str = H100_TARGET):
     except (NotImplementedError, RuntimeError, ValueError) as err:
         raise RuntimeError(
             "compiling for a GPU without one needs JAX's CUDA plugin: pip install "
-            f"'jax[cuda13]=={jax.__version__}' (no GPU or driver needed); got: {err}") from err
+            f"'jax[cuda13]=={jax.__version__}' (no GPU or driver needed), and "
+            "JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 in the environment before JAX starts its "
+            f"backends (this function sets it, too late if they already run); got: {err}"
+        ) from err
     mesh = topologies.make_mesh(topology, (1,), ("d",))
     return jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+
+
+def tpu_sharding(topology: str = "v5e:2x2"):
+    """A single-device sharding on one chip of a described (absent) TPU slice, for the
+    ``--cases`` compile. Raises ``RuntimeError`` when JAX has no TPU library (libtpu)."""
+    import jax
+    from jax.experimental import topologies
+
+    try:
+        described = topologies.get_topology_desc(topology, "tpu")
+    except Exception as err:  # noqa: BLE001 - missing libtpu shows up in several ways
+        raise RuntimeError("compiling for a TPU without one needs libtpu: pip install "
+                           f"'jax[tpu]=={jax.__version__}'; got: {err}") from err
+    return jax.sharding.SingleDeviceSharding(described.devices[0])
 
 
 def compile_step(tx, tree, sharding, *, donate: bool, grad_input: bool) -> str:
@@ -208,7 +247,11 @@ def compile_cases(sharding, root: str = ".") -> list[tuple[str, str, str | None]
             continue
         module_spec = importlib.util.spec_from_file_location(f"_gpu_cases_{path.stem}", path)
         module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as err:  # noqa: BLE001 - reported as the module's row
+            out.append((path.stem, "(import)", f"{type(err).__name__}: {err}"[:300]))
+            continue
         for case in module.CONTRACT_CASES:
             try:
                 if isinstance(case, TransformationCase):
@@ -249,31 +292,54 @@ def add_arguments(parser) -> None:
     parser.add_argument("--cases", action="store_true",
                         help="instead, compile every case of the property matrix (needs the "
                              "dev extra) and list those that fail")
+    parser.add_argument("--platform", choices=("h100", "tpu-v5e"), default="h100",
+                        help="target of --cases: the H100 (CUDA plugin) or one TPU v5e chip "
+                             "(libtpu, pip install 'jax[tpu]')")
 
 
 def main(args) -> int:
     from experiments import bench_optim
 
+    if getattr(args, "platform", "h100") != "h100" and not getattr(args, "cases", False):
+        print("error: --platform tpu-v5e applies to --cases only (launch counts and traffic are "
+              "read for the GPU compile)")
+        return 2
+    if getattr(args, "cases", False):
+        if args.only:
+            print("error: --only selects benchmarks; --cases compiles every case")
+            return 2
+        # the distributed cases build one worker per local device, as in tests/conftest.py
+        # (the flag takes effect only if JAX's backends have not started yet)
+        flag = "--xla_force_host_platform_device_count"
+        if flag not in os.environ.get("XLA_FLAGS", ""):
+            os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}=8".strip()
     unknown = set(args.only or ()) - set(bench_optim.TARGETS)
     if unknown:
         print(f"error: unknown benchmark(s) {sorted(unknown)}; known: {list(bench_optim.TARGETS)}")
         return 2
     try:
         if getattr(args, "cases", False):
-            rows = compile_cases(gpu_sharding())
+            tpu = args.platform == "tpu-v5e"
+            rows = compile_cases(tpu_sharding() if tpu else gpu_sharding())
             for module, case, error in rows:
                 print(f"{'ok  ' if error is None else 'FAIL'} {module:36s} {case}"
                       + ("" if error is None else f": {error}"))
             failed = sum(error is not None for *_, error in rows)
-            print(f"{len(rows) - failed} of {len(rows)} cases compiled for the H100")
+            print(f"{len(rows) - failed} of {len(rows)} cases compiled for "
+                  f"{'a TPU v5e chip' if tpu else 'the H100'}")
             return 1 if failed else 0
         results = run(num_params=args.num_params, only=args.only)
     except RuntimeError as err:
         print(f"error: {err}")
         return 2
     print("compiled for: NVIDIA H100 (described, no device); traffic = bytes read + written "
-          "per launch, summed")
+          "per launch, summed (an estimate)")
     print(format_table(results))
+    hidden = sorted(name for name, modes in results.items() for row in modes.values()
+                    if row["a"]["control_flow"] or row["b"]["control_flow"])
+    if hidden:
+        print(f"note: control flow in {sorted(set(hidden))}: launches inside loops, "
+              "conditionals and calls are not counted")
     out = args.out or os.path.join("runs", "gpu-compile")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "gpu_compile.json"), "w") as f:

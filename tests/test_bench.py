@@ -96,6 +96,24 @@ def test_gpu_compile_reads_launches_and_their_bytes():
     assert gpu_compile.shape_bytes("(f32[2,3]{1,0}, bf16[4]{0}, f4e2m1fn[2], pred[])") == 35
 
 
+def test_gpu_compile_operands_shapes_and_unreadable_lines():
+    """Operands are read up to the matching parenthesis (printed operand shapes hold
+    parentheses), each distinct operand once; what cannot be sized or read raises."""
+    import pytest
+
+    from experiments import gpu_compile
+
+    rest = "f32[4]{0} %p, (f32[4]{0}, s32[]) %w, f32[4]{0} %p), kind=kLoop, calls=%f(%x)"
+    assert gpu_compile._operands(rest) == ["p", "w"]
+    with pytest.raises(ValueError, match="cannot size"):
+        gpu_compile.shape_bytes("f8e8m0fnu[4]")
+    with pytest.raises(ValueError, match="cannot size"):
+        gpu_compile.shape_bytes("f32[<=4]")
+    with pytest.raises(ValueError, match="cannot read"):
+        gpu_compile.entry_kernels("HloModule m\n\nENTRY %main () -> f32[] {\n"
+                                  "  %x = f32[] weird syntax\n}\n")
+
+
 def test_gpu_compile_reads_an_xla_program():
     """On a program compiled here (the CPU): the elementwise step fuses into one launch that
     reads and writes the 1000-float array once."""
@@ -130,9 +148,10 @@ def test_gpu_compile_without_the_cuda_plugin_says_what_to_install(capsys):
 
 
 def test_deva_matrix_step_launches_no_more_kernels_than_muon_on_an_h100():
-    """Needs JAX's CUDA plugin (skipped without it): DeVA's matrix-form step, compiled for an
-    H100, launches no more kernels than optax's Muon on the benchmark's 10M-parameter matrices
-    (190 against 191; with the Newton-Schulz coefficients folded in as constants, 256)."""
+    """Needs JAX's CUDA plugin and JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (skipped otherwise):
+    DeVA's matrix-form step, compiled for an H100, launches no more kernels than optax's Muon
+    on the benchmark's 10M-parameter matrices (190 against 191; with the Newton-Schulz
+    coefficients folded in as constants, 256)."""
     import pytest
 
     from experiments import gpu_compile

@@ -153,6 +153,8 @@ def newton_schulz(x: jax.Array, steps: int = 5, coeffs=NS_COEFFS, eps: float = 1
     # matrices compiled for an H100: 256 launches with constants, 190 so (Muon 191); the
     # same arithmetic, the same CPU program speed.
     abc = jax.lax.optimization_barrier(jnp.asarray(coeffs, ct))
+    if abc.shape != (3,):
+        raise ValueError(f"coeffs must be three numbers (a, b, c), got shape {abc.shape}")
     a, b, c = abc[0], abc[1], abc[2]
     y = x.astype(ct)
     wide = y.shape[0] <= y.shape[1]

@@ -83,7 +83,7 @@ def _as_compute(x):
 
 
 def _nearest_by_reduce_precision(x, fmt):
-    """``x`` (float32 or float64, within fmt's range) rounded to nearest even onto fmt's grid
+    """``x`` (float32 or float64) rounded to nearest even onto fmt's grid within fmt's range
     without a cast: ``lax.reduce_precision`` of the mantissa within the compute dtype's own
     exponent range, then the uniform grid of fmt's subnormal range."""
     ct = x.dtype
@@ -141,13 +141,20 @@ def _as_stored(x, dtype):
     """``x`` (compute dtype) cast to the state ``dtype``, such that reading it back as
     ``stored.astype(x.dtype)`` gives the stored value on every backend: off the CPU, XLA may
     fold a bare narrowing-widening cast pair into ``x`` (the reader would see the unrounded
-    ``x``), so there the value is first rounded by ``reduce_precision``."""
+    ``x``), so there the value is first rounded by ``reduce_precision``, and beyond the
+    format's largest finite value mapped to infinity as the cast does (float16 moments)."""
     dtype = jnp.dtype(dtype)
     if ml_dtypes.finfo(dtype).nmant >= ml_dtypes.finfo(x.dtype).nmant:
         return x.astype(dtype)
-    return jax.lax.platform_dependent(
-        x, cpu=lambda x: x.astype(dtype),
-        default=lambda x: _nearest_by_reduce_precision(x, dtype).astype(dtype))
+
+    def rounded(x):
+        r = _nearest_by_reduce_precision(x, dtype)
+        fmax = float(ml_dtypes.finfo(dtype).max)
+        if fmax < float(ml_dtypes.finfo(x.dtype).max):
+            r = jnp.where(jnp.abs(r) > fmax, jnp.copysign(jnp.inf, r).astype(x.dtype), r)
+        return r.astype(dtype)
+
+    return jax.lax.platform_dependent(x, cpu=lambda x: x.astype(dtype), default=rounded)
 
 
 def _random_bits(key, shape, ct):
@@ -181,10 +188,11 @@ def round_to_format(x: jax.Array, dtype, *, key: jax.Array | None = None,
     one, so :math:`\mathbb{E}[Q(x)] = x` within the format's range. Values beyond the largest
     finite value saturate (also for formats with infinities). The arithmetic is exact, in
     float32 (float64 for float64 ``x``): integer operations on the bit patterns (stochastic);
-    nearest by XLA's conversion to ``dtype`` and back on the CPU, elsewhere by
-    ``lax.reduce_precision`` of the mantissa and a uniform grid in the format's subnormal
-    range, because XLA may fold a cast and its inverse away as excess precision (its GPU
-    backend does by default: the values would not be rounded at all). XLA flushes float32
+    nearest for float32 ``x`` by XLA's conversion to ``dtype`` and back on the CPU, elsewhere
+    (and for float64 ``x`` everywhere) by ``lax.reduce_precision`` of the mantissa and a
+    uniform grid in the format's subnormal range, because XLA may fold a cast and its inverse
+    away as excess precision (its GPU backend does by default: the values would not be
+    rounded at all). XLA flushes float32
     subnormals to zero, so BF16 values below ``finfo(bfloat16).tiny`` (1.2e-38) become 0 in
     float32 compute.
 

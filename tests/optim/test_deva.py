@@ -195,6 +195,11 @@ def test_zero_matrix_directions_are_zero():
     assert not np.any(np.asarray(newton_schulz(z))) and not np.any(np.asarray(polar_svd(z)))
 
 
+def test_newton_schulz_rejects_coefficients_that_are_not_three():
+    with pytest.raises(ValueError, match="coeffs"):
+        newton_schulz(jnp.eye(3), coeffs=(3.4445, -4.775, 2.0315, 1.0))
+
+
 def test_newton_schulz_rank_one_claim1():
     """Spec claim 1: on s a b^T, O_1 is rank-1 with singular vectors (a_hat, b_hat)
     (cosines >= 0.9999) and singular value in [0.6, 1.25]."""

@@ -172,13 +172,86 @@ def test_nearest_rounding_matches_ml_dtypes(dtype):
     rounder = jax.jit(lambda v: round_to_format(v, dtype), compiler_options=_DEFAULT_CODEGEN)
     got = np.asarray(rounder(x), np.float64)
     np.testing.assert_array_equal(got, ref)
-    # the rounding used off the CPU (reduce_precision, no cast), on the same values
-    fmax = float(ml_dtypes.finfo(dtype).max)
-    no_cast = jax.jit(lambda v: _nearest_by_reduce_precision(jnp.clip(v, -fmax, fmax), dtype))
-    np.testing.assert_array_equal(np.asarray(no_cast(x), np.float64), ref)
-    with jax.enable_x64(True):  # the float64 bit path (x64 runs)
+    with jax.enable_x64(True):  # float64 inputs (x64 runs): reduce_precision on every backend
         got64 = np.asarray(rounder(jnp.asarray(x, jnp.float64)))
     np.testing.assert_array_equal(got64, ref)
+
+
+@pytest.mark.parametrize("dtype", (*_LOW, jnp.float16))
+def test_rounding_without_a_cast_matches_ml_dtypes(dtype):
+    """The nearest rounding used off the CPU (``reduce_precision`` and the subnormal grid, no
+    cast) on the values of the test above, float32 and float64 inputs, and float16 (a state
+    dtype) too: equal to ml_dtypes."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(6000) * 10.0 ** rng.uniform(-9, 5, 6000)
+    g = _grid(dtype)
+    ties = np.concatenate([(g[1:] + g[:-1]) / 2, g])
+    x = np.concatenate([x, ties, -ties]).astype(np.float32)
+    x = x[~(np.abs(x) < ml_dtypes.finfo(np.float32).tiny)]  # XLA flushes f32 subnormals
+    fmax = float(ml_dtypes.finfo(dtype).max)
+    x = np.clip(x, -fmax, fmax)
+    ref = _np_round(x, dtype)
+    no_cast = jax.jit(lambda v: _nearest_by_reduce_precision(v, dtype))
+    np.testing.assert_array_equal(np.asarray(no_cast(x), np.float64), ref)
+    with jax.enable_x64(True):
+        np.testing.assert_array_equal(np.asarray(no_cast(jnp.asarray(x, jnp.float64))), ref)
+
+
+@pytest.mark.parametrize("leaf, fmt, state", [(jnp.float32, jnp.float8_e4m3fn, jnp.bfloat16),
+                                              (jnp.bfloat16, None, jnp.float16)])
+def test_off_cpu_rounding_gives_the_cpu_step_bit_for_bit(monkeypatch, leaf, fmt, state):
+    """Six steps of M+Adam with every ``platform_dependent`` choice forced to the off-CPU
+    branch (reduce_precision) equal the CPU branch (casts) bit for bit: weights and moments,
+    including float16 second moments that overflow to inf (gradients of about 1e4)."""
+    import sys
+
+    module = sys.modules["jaxopt_icml.optim.m_plus_adam"]  # the package exports the function
+
+    w0 = jnp.linspace(-3.0, 3.0, 29).astype(leaf)
+    scale = jnp.where(jnp.arange(29) % 7 == 0, 2e4, 0.5)
+
+    def run():
+        module._m_plus_adam_leaf.clear_cache()
+        tx = m_plus_adam(1e-2, 1e-2, param_dtype=fmt, state_dtype=state,
+                         per_tensor_scale=False if fmt else None)
+
+        @jax.jit
+        def steps(w):
+            s = tx.init(w)
+            for _ in range(6):
+                u, s = tx.update((scale * jnp.sin(w.astype(jnp.float32))).astype(leaf), s, w)
+                w = optax.apply_updates(w, u)
+            return w, s
+
+        return steps(w0)
+
+    cpu = run()
+    monkeypatch.setattr(jax.lax, "platform_dependent",
+                        lambda *args, default, **branches: default(*args))
+    off_cpu = run()
+    module._m_plus_adam_leaf.clear_cache()
+    jax.tree.map(lambda a, b: np.testing.assert_array_equal(np.asarray(a, np.float64),
+                                                            np.asarray(b, np.float64)),
+                 cpu, off_cpu)
+    assert np.isinf(np.asarray(cpu[1].nu_add, np.float64)).any() == (state == jnp.float16)
+
+
+def test_rounding_survives_a_gpu_compile():
+    """Needs JAX's CUDA plugin and JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (skipped otherwise):
+    M+Adam's step compiled for an H100 keeps its rounding, one reduce-precision per bf16
+    moment and one for the FP8 weights (with cast round trips, XLA:GPU removed all of
+    them)."""
+    from experiments import gpu_compile
+
+    try:
+        sharding = gpu_compile.gpu_sharding()
+    except RuntimeError:
+        pytest.skip("JAX's CUDA plugin is not installed")
+    tx = m_plus_adam(1e-3, 1e-3, param_dtype=jnp.float8_e4m3fn, state_dtype=jnp.bfloat16,
+                     per_tensor_scale=False)
+    text = gpu_compile.compile_step(tx, jnp.zeros(4096), sharding, donate=False,
+                                    grad_input=False)
+    assert text.count(" reduce-precision(") == 5
 
 
 @pytest.mark.parametrize("leaf, fmt", [(jnp.float32, jnp.float8_e4m3fn),
@@ -192,7 +265,7 @@ def test_rounding_is_not_a_cast_round_trip(leaf, fmt):
     float32 weights. The rounding ops must be in the program lowered for a GPU or TPU: one per
     moment (four, bf16 state) and one for the weights, and the narrow format never appears.
     (On the CPU, whose XLA keeps the round trip, the cheaper cast is used: the other rounding
-    tests run it.)"""
+    tests run it, and the test below checks that both give the same steps.)"""
     tx = m_plus_adam(1e-3, 1e-3, param_dtype=fmt, state_dtype=jnp.bfloat16,
                      per_tensor_scale=False)
     p = jnp.linspace(-2.0, 2.0, 64).astype(leaf)
