@@ -338,13 +338,27 @@ def execute(slug: str, *, quick: bool = True, timeout: int = 900) -> nbformat.No
     """
     import nbclient
 
-    nb = nbformat.read(notebook_path(slug), as_version=4)
-    client = nbclient.NotebookClient(
-        nb, timeout=timeout, kernel_name="python3",
-        resources={"metadata": {"path": str(common.repo_root())}},
-    )
-    client.execute(env=_kernel_environment(quick))  # passed on to the kernel's start_kernel
-    return nb
+    for attempt in range(_KERNEL_START_ATTEMPTS):
+        nb = nbformat.read(notebook_path(slug), as_version=4)
+        client = nbclient.NotebookClient(
+            nb, timeout=timeout, kernel_name="python3",
+            resources={"metadata": {"path": str(common.repo_root())}},
+        )
+        try:
+            client.execute(env=_kernel_environment(quick))  # passed on to start_kernel
+            return nb
+        except RuntimeError as err:
+            # Two processes starting kernels at once can be handed the same free TCP port
+            # (jupyter_client finds one by binding port 0 and releasing it): the new kernel
+            # then dies on "Address already in use" before it replies to kernel_info. Seen
+            # once in a clean-clone CI run with two test workers. Only that start is retried.
+            if "before replying to kernel_info" not in str(err) or \
+                    attempt + 1 == _KERNEL_START_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+_KERNEL_START_ATTEMPTS = 3
 
 
 # --------------------------------------------------------------------------- command line

@@ -106,6 +106,35 @@ def test_notebook_executes_quick(slug):
     notebooks.execute(slug, quick=True)
 
 
+def test_execute_retries_only_a_kernel_that_died_at_start(monkeypatch):
+    """A kernel that dies before replying to kernel_info (a port taken by a concurrent start)
+    is started again, up to three times; any other error propagates at once."""
+    import nbclient
+
+    errors = []
+
+    class FakeClient:
+        def __init__(self, nb, **kwargs):
+            pass
+
+        def execute(self, env):
+            if errors:
+                raise errors.pop(0)
+
+    monkeypatch.setattr(nbclient, "NotebookClient", FakeClient)
+    slug = SLUGS[0]
+    errors[:] = [RuntimeError("Kernel died before replying to kernel_info")] * 2
+    notebooks.execute(slug)
+    assert errors == []
+    errors[:] = [RuntimeError("Kernel died before replying to kernel_info")] * 3
+    with pytest.raises(RuntimeError, match="kernel_info"):
+        notebooks.execute(slug)
+    errors[:] = [RuntimeError("Kernel died"), None]
+    with pytest.raises(RuntimeError, match="Kernel died"):
+        notebooks.execute(slug)
+    assert errors == [None]
+
+
 def test_update_markdown_falls_back_to_the_first_display_equation():
     exp = _fake_experiment()
     exp.__doc__ = ("# Title with methods in it\n\nIntro.\n\n**Method** (one call):\n\n"
