@@ -300,11 +300,12 @@ def add_arguments(parser) -> None:
 def main(args) -> int:
     from experiments import bench_optim
 
-    if getattr(args, "platform", "h100") != "h100" and not getattr(args, "cases", False):
+    cases = getattr(args, "cases", False)
+    if getattr(args, "platform", "h100") != "h100" and not cases:
         print("error: --platform tpu-v5e applies to --cases only (launch counts and traffic are "
               "read for the GPU compile)")
         return 2
-    if getattr(args, "cases", False):
+    if cases:
         if args.only:
             print("error: --only selects benchmarks; --cases compiles every case")
             return 2
@@ -318,7 +319,7 @@ def main(args) -> int:
         print(f"error: unknown benchmark(s) {sorted(unknown)}; known: {list(bench_optim.TARGETS)}")
         return 2
     try:
-        if getattr(args, "cases", False):
+        if cases:
             tpu = args.platform == "tpu-v5e"
             rows = compile_cases(tpu_sharding() if tpu else gpu_sharding())
             for module, case, error in rows:
@@ -335,10 +336,10 @@ def main(args) -> int:
     print("compiled for: NVIDIA H100 (described, no device); traffic = bytes read + written "
           "per launch, summed (an estimate)")
     print(format_table(results))
-    hidden = sorted(name for name, modes in results.items() for row in modes.values()
-                    if row["a"]["control_flow"] or row["b"]["control_flow"])
+    hidden = {name for name, modes in results.items() for row in modes.values()
+              if row["a"]["control_flow"] or row["b"]["control_flow"]}
     if hidden:
-        print(f"note: control flow in {sorted(set(hidden))}: launches inside loops, "
+        print(f"note: control flow in {sorted(hidden)}: launches inside loops, "
               "conditionals and calls are not counted")
     out = args.out or os.path.join("runs", "gpu-compile")
     os.makedirs(out, exist_ok=True)
