@@ -21,7 +21,10 @@ reported):
    function evaluations, ...
 
 ``--only NAME [NAME ...]`` runs a subset (names as in the table, or ``optim`` for group 4,
-``core`` for groups 1-3, a family name such as ``zeroth_order`` for group 5).
+``core`` for groups 1-3, a family name such as ``zeroth_order`` for group 5). ``--donate`` and
+``--grad-input`` set how group 4's steps run; ``--modes plain donated donated-grad-input`` runs
+group 4 once per mode in one process (comparable numbers, one accelerator session), rewriting
+``bench.json`` after each mode so that a run cut short keeps what it finished.
 
 Absolute times are only meaningful on a GPU/TPU; ratios on the CPU say how much overhead a
 method adds over its baseline there.
@@ -297,8 +300,8 @@ def run_all(*, quick: bool = False, repeats: int | None = None, only=None,
         optim = bench_optim.run_benchmarks(big_pytree=_big_pytree, ratio=interleaved_ratio,
                                            num_params=n, matrix_side=sizes["side"],
                                            repeats=repeats, inner=calls, donate=donate,
-                                           grad_input=grad_input)
-        results.update({k: v for k, v in optim.items() if k in wanted})
+                                           grad_input=grad_input, only=wanted)
+        results.update(optim)
     family = [n for n in bench_families.BENCHES if n in wanted]
     results.update(bench_families.run_benchmarks(family, quick=quick,
                                                  repeats=repeats if quick else None))
@@ -335,20 +338,50 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+# ``--modes``: how the optim steps are run, (donate, grad_input) as in bench_optim.stepper
+MODES = {"plain": (False, False), "donated": (True, False), "grad-input": (False, True),
+         "donated-grad-input": (True, True)}
+
+
+def _check_modes(args) -> None:
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown:
+        raise ValueError(f"unknown mode(s) {unknown}; choose from {', '.join(MODES)}")
+    if args.donate or args.grad_input:
+        raise ValueError("--modes sets donation and the gradient input per mode: drop "
+                         "--donate/--grad-input")
+    optim = set(bench_optim.TARGETS)
+    if not args.only or any(n != "optim" and n not in optim for n in args.only):
+        raise ValueError("--modes runs the optim benchmarks once per mode: pass --only optim "
+                         "or optim benchmark names")
+
+
 def main(args) -> int:
+    modes = getattr(args, "modes", None)
+    out = args.out or os.path.join("runs", "bench" + ("-quick" if args.quick else ""))
+    path = os.path.join(out, "bench.json")
     try:
-        results = run_all(quick=args.quick, repeats=args.repeats, only=args.only,
-                          num_params=args.num_params, donate=args.donate,
-                          grad_input=args.grad_input)
+        if modes:
+            _check_modes(args)
+        by_mode = {}
+        for mode in modes or [None]:
+            donate, grad_input = MODES[mode] if mode else (args.donate, args.grad_input)
+            results = run_all(quick=args.quick, repeats=args.repeats, only=args.only,
+                              num_params=args.num_params, donate=donate,
+                              grad_input=grad_input)
+            print(format_table(results), flush=True)
+            if mode:
+                # all modes in one process (comparable); the file is rewritten after each, so
+                # a run cut short keeps the modes it finished
+                by_mode[mode] = results
+                results = {"modes": by_mode}
+            os.makedirs(out, exist_ok=True)
+            with open(path, "w") as f:
+                json.dump(results, f, indent=2)
     except ValueError as err:
         print(f"error: {err}")
         return 2
-    print(format_table(results))
-    out = args.out or os.path.join("runs", "bench" + ("-quick" if args.quick else ""))
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "bench.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    print(f"wrote {os.path.join(out, 'bench.json')}")
+    print(f"wrote {path}")
     return 0
 
 
@@ -362,6 +395,9 @@ def add_arguments(parser) -> None:
                         help="pytree size of the core and optim benchmarks (default 10M)")
     parser.add_argument("--donate", action="store_true",
                         help="donate params and state in the optim steps (in-place loop)")
+    parser.add_argument("--modes", nargs="+", default=None, metavar="MODE",
+                        help="run the optim benchmarks once per mode, in this process: "
+                             + ", ".join(MODES) + " (bench.json then holds one result per mode)")
     parser.add_argument("--grad-input", action="store_true",
                         help="pass the optim steps' gradient in as an argument (materialized, "
                              "as a backward pass gives it) instead of forming it in the step")

@@ -162,13 +162,15 @@ def pairs(*, big_pytree: Callable, num_params: int, matrix_side: int) -> list[Pa
 
 def run_benchmarks(*, big_pytree: Callable, ratio: Callable, num_params: int,
                    matrix_side: int, repeats: int, inner: int, donate: bool = False,
-                   grad_input: bool = False) -> dict:
-    """All optimizer benchmarks; ``big_pytree(num_params, key)`` and ``ratio(a, b, repeats=,
-    inner=)`` come from :mod:`experiments.bench`; ``donate`` and ``grad_input`` as in
-    :func:`stepper`."""
+                   grad_input: bool = False, only=None) -> dict:
+    """The optimizer benchmarks (all, or the names in ``only``); ``big_pytree(num_params,
+    key)`` and ``ratio(a, b, repeats=, inner=)`` come from :mod:`experiments.bench`;
+    ``donate`` and ``grad_input`` as in :func:`stepper`."""
     out = {}
     mode = dict(donate=donate, grad_input=grad_input)
     for pair in pairs(big_pytree=big_pytree, num_params=num_params, matrix_side=matrix_side):
+        if only is not None and pair.name not in only:
+            continue
         rounds, calls = (max(3, repeats // 2), 1) if pair.matrix else (repeats, inner)
         row = ratio(stepper(pair.a, pair.tree, **mode), stepper(pair.b, pair.tree, **mode),
                     repeats=rounds, inner=calls)

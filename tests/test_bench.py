@@ -34,6 +34,43 @@ def test_stepper_modes_take_one_step_of_the_transformation():
     assert float(p0["a"][0]) == -1.0  # the caller's params are not donated
 
 
+def test_modes_run_the_optim_benchmarks_once_per_mode_in_one_file(tmp_path, capsys):
+    import argparse
+    import json
+
+    args = argparse.Namespace(quick=True, repeats=1, only=["clipped_sgd_vs_optax_chain"],
+                              num_params=1000, donate=False, grad_input=False,
+                              modes=["plain", "donated-grad-input"], out=str(tmp_path))
+    assert bench.main(args) == 0
+    got = json.loads((tmp_path / "bench.json").read_text())["modes"]
+    assert list(got) == ["plain", "donated-grad-input"]
+    assert got["plain"]["optim_mode"] == {"donate": False, "grad_input": False, "XLA_FLAGS":
+                                          got["plain"]["optim_mode"]["XLA_FLAGS"]}
+    assert got["donated-grad-input"]["optim_mode"]["donate"] is True
+    assert got["donated-grad-input"]["optim_mode"]["grad_input"] is True
+    for results in got.values():  # only the requested benchmark ran
+        assert set(results) & set(bench.TARGETS) == {"clipped_sgd_vs_optax_chain"}
+    printed = capsys.readouterr().out
+    assert printed.count("clipped_sgd_vs_optax_chain") == 2
+
+
+def test_modes_reject_unknown_modes_flags_and_other_groups(capsys):
+    import argparse
+
+    def run(**kw):
+        base = dict(quick=True, repeats=1, only=["optim"], num_params=1000, donate=False,
+                    grad_input=False, modes=["plain"], out=None)
+        return bench.main(argparse.Namespace(**{**base, **kw}))
+
+    assert run(modes=["inplace"]) == 2
+    assert "unknown mode" in capsys.readouterr().out
+    assert run(donate=True) == 2
+    assert "drop --donate" in capsys.readouterr().out
+    assert run(only=["optim", "goma_vs_sgd"]) == 2
+    assert "--only optim" in capsys.readouterr().out
+    assert run(only=None) == 2
+
+
 def test_matrix_pytree_sizes():
     tree = bench_optim.matrix_pytree(10_000, jax.random.PRNGKey(0), side=32)
     assert sum(x.size for x in jax.tree.leaves(tree)) == 10_000
