@@ -370,14 +370,12 @@ def main(args) -> int:
                               num_params=args.num_params, donate=donate,
                               grad_input=grad_input)
             print(format_table(results), flush=True)
-            if mode:
-                # all modes in one process (comparable); the file is rewritten after each, so
-                # a run cut short keeps the modes it finished
-                by_mode[mode] = results
-                results = {"modes": by_mode}
+            # all modes in one process (comparable); the file is rewritten after each mode, so
+            # a run cut short keeps the modes it finished
+            by_mode[mode] = results
             os.makedirs(out, exist_ok=True)
             with open(path, "w") as f:
-                json.dump(results, f, indent=2)
+                json.dump({"modes": by_mode} if modes else results, f, indent=2)
     except ValueError as err:
         print(f"error: {err}")
         return 2
