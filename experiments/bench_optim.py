@@ -70,10 +70,11 @@ def stepper(tx, params, *, donate: bool = False,
     """A no-argument callable that advances ``(params, state)`` by one jitted step of ``tx``.
 
     With ``donate=True`` parameters and state are donated, as in a training loop that updates
-    in place. Off by default: under donation XLA (0.10-0.11) inserts a copy of the one-step
-    delay's gradient stash (its new value aliases the old one, which the inner update still
-    reads), which measures XLA's copy insertion rather than the wrapper's traffic; the GPU
-    numbers of both modes are in the README's benchmark notes.
+    in place. Off by default: under donation XLA:CPU (0.10-0.11) inserts copies of the one-step
+    delay's gradient stash and of ``delayed_adamw``'s moments (a loop reads the old buffer
+    while another overwrites it), which measures XLA's copy insertion rather than the
+    optimizers' traffic (XLA:GPU's step of either has no such copies); the GPU numbers of both
+    modes are in the README's benchmark notes.
 
     By default the gradient ``0.01 p`` is formed inside the step, so XLA fuses it into the
     update's loops. ``grad_input=True`` passes it in as an argument instead (computed once,

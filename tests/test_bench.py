@@ -203,3 +203,27 @@ def test_deva_matrix_step_launches_no_more_kernels_than_muon_on_an_h100():
     deva, muon = (gpu_compile.summarize(gpu_compile.entry_kernels(gpu_compile.compile_step(
         tx, pair.tree, sharding, donate=False, grad_input=False))) for tx in (pair.a, pair.b))
     assert deva["kernels"] <= muon["kernels"]
+
+
+def test_delay_wrapper_donated_step_updates_its_stash_in_place_on_an_h100():
+    """Needs JAX's CUDA plugin and JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (skipped otherwise): the
+    donated step of ``one_step_delay(adamw)`` compiled for an H100 copies no params-sized
+    buffer (before the stash write read the old stash, XLA:GPU copied every stash leaf), so
+    its summed traffic is AdamW's times the exact stash's 8/6."""
+    import pytest
+
+    from experiments import gpu_compile
+
+    try:
+        sharding = gpu_compile.gpu_sharding()
+    except RuntimeError:
+        pytest.skip("JAX's CUDA plugin is not installed")
+    pair = next(p for p in bench_optim.pairs(big_pytree=bench._big_pytree,
+                                             num_params=1_000_000, matrix_side=64)
+                if p.name == "delay_vs_inner")
+    delay, adamw = (gpu_compile.entry_kernels(gpu_compile.compile_step(
+        tx, pair.tree, sharding, donate=True, grad_input=False)) for tx in (pair.a, pair.b))
+    assert [k.name for k in delay if k.opcode == "copy" and k.bytes_out > 1024] == []
+    ratio = (gpu_compile.summarize(delay)["traffic_bytes"]
+             / gpu_compile.summarize(adamw)["traffic_bytes"])
+    assert abs(ratio - 8 / 6) < 1e-3

@@ -78,11 +78,22 @@ def _run(tx, steps, x0=X0, grad=None, x64=True):
     return np.stack(out)
 
 
+@pytest.fixture(params=["cpu", "off_cpu"])
+def stash_branch(request, monkeypatch):
+    """Runs a test with the CPU's stash write and again with the one used off the CPU (where
+    XLA:GPU needs the old stash read to update a donated stash in place), every
+    ``lax.platform_dependent`` choice forced to its default branch."""
+    if request.param == "off_cpu":
+        monkeypatch.setattr(jax.lax, "platform_dependent",
+                            lambda *args, default, **branches: default(*args))
+    return request.param
+
+
 # --------------------------------------------------------------------------- the delay
 
 
 @pytest.mark.parametrize("first_step", ["undelayed", "zero"])
-def test_delayed_heavy_ball_matches_numpy_stale_loop(first_step):
+def test_delayed_heavy_ball_matches_numpy_stale_loop(first_step, stash_branch):
     """NumPy re-derivation: heavy-ball SGD fed g(x_{t-1}) (x_{-1} = x_0, or no step at 0)."""
     lr, mom, T = 0.1, 0.8, 25
     x, x_prev, m, ref = X0.copy(), X0.copy(), np.zeros(3), []
@@ -98,7 +109,7 @@ def test_delayed_heavy_ball_matches_numpy_stale_loop(first_step):
     np.testing.assert_allclose(got, np.stack(ref), rtol=1e-12, atol=1e-12)
 
 
-def test_bf16_stash_rounds_only_the_stored_gradient():
+def test_bf16_stash_rounds_only_the_stored_gradient(stash_branch):
     """stash_dtype=bfloat16: SGD fed round_bf16(g(x_{t-1})) (ml_dtypes rounding, float64 loop),
     the state holds bf16, and x_{-1} = x_0 uses the exact fresh gradient."""
     import ml_dtypes
