@@ -184,11 +184,9 @@ def test_gpu_compile_without_the_cuda_plugin_says_what_to_install(capsys):
     assert "unknown benchmark" in capsys.readouterr().out
 
 
-def test_deva_matrix_step_launches_no_more_kernels_than_muon_on_an_h100():
-    """Needs JAX's CUDA plugin and JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (skipped otherwise):
-    DeVA's matrix-form step, compiled for an H100, launches no more kernels than optax's Muon
-    on the benchmark's 10M-parameter matrices (190 against 191; with the Newton-Schulz
-    coefficients folded in as constants, 256)."""
+def _h100_kernels(name, *, num_params, matrix_side=64, donate=False):
+    """The launches of benchmark ``name``'s two steps (method, reference) compiled for an H100;
+    skips the test without JAX's CUDA plugin (run with JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1)."""
     import pytest
 
     from experiments import gpu_compile
@@ -198,31 +196,28 @@ def test_deva_matrix_step_launches_no_more_kernels_than_muon_on_an_h100():
     except RuntimeError:
         pytest.skip("JAX's CUDA plugin is not installed")
     pair = next(p for p in bench_optim.pairs(big_pytree=bench._big_pytree,
-                                             num_params=10_000_000, matrix_side=1024)
-                if p.name == "deva_schatten_vs_muon")
-    deva, muon = (gpu_compile.summarize(gpu_compile.entry_kernels(gpu_compile.compile_step(
-        tx, pair.tree, sharding, donate=False, grad_input=False))) for tx in (pair.a, pair.b))
-    assert deva["kernels"] <= muon["kernels"]
+                                             num_params=num_params, matrix_side=matrix_side)
+                if p.name == name)
+    return tuple(gpu_compile.entry_kernels(gpu_compile.compile_step(
+        tx, pair.tree, sharding, donate=donate, grad_input=False)) for tx in (pair.a, pair.b))
+
+
+def test_deva_matrix_step_launches_no_more_kernels_than_muon_on_an_h100():
+    """DeVA's matrix-form step, compiled for an H100, launches no more kernels than optax's
+    Muon on the benchmark's 10M-parameter matrices (190 against 191; with the Newton-Schulz
+    coefficients folded in as constants, 256)."""
+    deva, muon = _h100_kernels("deva_schatten_vs_muon", num_params=10_000_000,
+                               matrix_side=1024)
+    assert len(deva) <= len(muon)
 
 
 def test_delay_wrapper_donated_step_updates_its_stash_in_place_on_an_h100():
-    """Needs JAX's CUDA plugin and JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 (skipped otherwise): the
-    donated step of ``one_step_delay(adamw)`` compiled for an H100 copies no params-sized
-    buffer (before the stash write read the old stash, XLA:GPU copied every stash leaf), so
-    its summed traffic is AdamW's times the exact stash's 8/6."""
-    import pytest
-
+    """The donated step of ``one_step_delay(adamw)`` compiled for an H100 copies no
+    params-sized buffer (before the stash write read the old stash, XLA:GPU copied every stash
+    leaf), so its summed traffic is AdamW's times the exact stash's 8/6."""
     from experiments import gpu_compile
 
-    try:
-        sharding = gpu_compile.gpu_sharding()
-    except RuntimeError:
-        pytest.skip("JAX's CUDA plugin is not installed")
-    pair = next(p for p in bench_optim.pairs(big_pytree=bench._big_pytree,
-                                             num_params=1_000_000, matrix_side=64)
-                if p.name == "delay_vs_inner")
-    delay, adamw = (gpu_compile.entry_kernels(gpu_compile.compile_step(
-        tx, pair.tree, sharding, donate=True, grad_input=False)) for tx in (pair.a, pair.b))
+    delay, adamw = _h100_kernels("delay_vs_inner", num_params=1_000_000, donate=True)
     assert [k.name for k in delay if k.opcode == "copy" and k.bytes_out > 1024] == []
     ratio = (gpu_compile.summarize(delay)["traffic_bytes"]
              / gpu_compile.summarize(adamw)["traffic_bytes"])

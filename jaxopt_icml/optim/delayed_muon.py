@@ -180,9 +180,9 @@ def one_step_delay(
     100M params: 1.32x and 1.16x AdamW's step, the 8/6 and 7/6 traffic floors). When the
     training step donated its state, XLA (0.10-0.11) copied the old stash before overwriting
     it (1.76x on the H200, 2026-12-04). Since 2026-12-06 the stash is written so that XLA:GPU
-    updates it in place (see ``_stash_write``): the H100 compile of the donated step has no
-    copies and AdamW's traffic times 8/6; not yet timed on a GPU. XLA:CPU still copies under
-    donation.
+    updates it in place (see ``_stash_write``): the H100 compile of the donated step copies no
+    stash leaf and moves AdamW's traffic times 8/6; not yet timed on a GPU. XLA:CPU still
+    copies under donation.
 
     Args:
       inner: any ``optax.GradientTransformation`` (chains, ``optax.contrib.muon``,
