@@ -338,9 +338,7 @@ def format_table(results: dict) -> str:
     return "\n".join(lines)
 
 
-# ``--modes``: how the optim steps are run, (donate, grad_input) as in bench_optim.stepper
-MODES = {"plain": (False, False), "donated": (True, False), "grad-input": (False, True),
-         "donated-grad-input": (True, True)}
+MODES = bench_optim.MODES  # ``--modes``: how the optim steps run
 
 
 def _check_modes(args) -> None:

@@ -47,6 +47,12 @@ TARGETS = {
 }
 
 
+# How a benchmark step runs: (donate, grad_input) for :func:`stepper` (``bench --modes`` and
+# ``gpu-compile``)
+MODES = {"plain": (False, False), "donated": (True, False), "grad-input": (False, True),
+         "donated-grad-input": (True, True)}
+
+
 def _fake_grad(params):
     return jax.tree.map(lambda x: (0.01 * x.astype(jnp.float32)).astype(x.dtype), params)
 
