@@ -7,13 +7,15 @@ Commands::
                                  run one experiment, print its claims table, write
                                  DIR/results.json and DIR/<figure>.png
                                  (default DIR: runs/<slug>, or runs/<slug>-quick)
+    catalog [--claims] [--json]  what exists for each paper (code, tests, experiment, notebook,
+                                 claims), derived from the repository
     notebooks [--check] [slug ...]
                                  regenerate colab/<slug>.ipynb, or check they are up to date
-    bench ...                    benchmarks (experiments/bench.py)
+    bench ...                    benchmarks (experiments/tools/bench.py)
     gpu-compile ...              the optimizer benchmarks' steps compiled for an H100 without a
                                  GPU: launches, DRAM traffic bound, copies (needs jax[cuda13])
     multihost ...                a distributed algorithm over several processes (hosts), checked
-                                 against the simulated run (experiments/multihost.py)
+                                 against the simulated run (experiments/tools/multihost.py)
 
 Adding a command: write a module with ``add_arguments(parser)`` and ``main(args) -> int`` and
 register it in :data:`COMMANDS` with :func:`from_module` (imported only when the command is used),
@@ -57,10 +59,10 @@ def _list_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _list_main(args: argparse.Namespace) -> int:
-    from experiments import common
+    from experiments import runner
     from jaxopt_icml import catalog
 
-    available = set(common.available_slugs())
+    available = set(runner.available_slugs())
     rows = [(str(p.id), p.slug, "yes" if p.slug in available else "no", p.title)
             for p in catalog.papers() if p.slug in available or not args.available]
     header = ("id", "slug", "experiment", "title")
@@ -91,12 +93,12 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_main(args: argparse.Namespace) -> int:
-    from experiments import common
+    from experiments import runner
 
-    common.use_agg()
+    runner.use_agg()
     try:
-        exp = common.load(args.slug)
-    except common.UnknownExperiment as err:
+        exp = runner.load(args.slug)
+    except runner.UnknownExperiment as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
@@ -105,7 +107,7 @@ def _run_main(args: argparse.Namespace) -> int:
     from jaxopt_icml import theory
 
     try:
-        cfg = common.with_seeds(exp.QUICK if args.quick else exp.FULL, args.seeds)
+        cfg = runner.with_seeds(exp.QUICK if args.quick else exp.FULL, args.seeds)
     except ValueError as err:
         print(f"error: --seeds: {err}", file=sys.stderr)
         return 2
@@ -129,7 +131,7 @@ def _run_main(args: argparse.Namespace) -> int:
     known = set(getattr(exp, "KNOWN_FAILING", ()))
     metrics = exp.summarize(results)
     figures = exp.plot(results, cfg)
-    paths = common.save_figures(figures, out)
+    paths = runner.save_figures(figures, out)
     payload = {
         "slug": exp.SLUG,
         "title": exp.TITLE,
@@ -138,9 +140,9 @@ def _run_main(args: argparse.Namespace) -> int:
         "key": args.key,
         "shard": bool(args.shard),
         "resume": bool(args.resume),
-        "config": common.config_dict(cfg),
-        "versions": common.versions(),
-        "devices": common.devices(),
+        "config": runner.config_dict(cfg),
+        "versions": runner.versions(),
+        "devices": runner.devices(),
         "wall_time_s": wall,
         "metrics": metrics,
         "claims": [c.as_dict() for c in claims],
@@ -148,10 +150,10 @@ def _run_main(args: argparse.Namespace) -> int:
         "known_failing": sorted(known),
         "figures": [p.name for p in paths],
     }
-    results_path = common.write_json(out / "results.json", payload)
+    results_path = runner.write_json(out / "results.json", payload)
 
     print(f"\nrun took {wall:.1f} s")
-    for name, value in common.to_jsonable(metrics).items():
+    for name, value in runner.to_jsonable(metrics).items():
         print(f"  {name}: {value}")
     print()
     print(theory.format_claims(claims))
@@ -171,13 +173,15 @@ def _run_main(args: argparse.Namespace) -> int:
 COMMANDS: dict[str, Command] = {
     "list": Command("list the papers and which have an experiment", _list_arguments, _list_main),
     "run": Command("run one experiment and check its claims", _run_arguments, _run_main),
-    "notebooks": from_module("experiments.notebooks",
+    "catalog": from_module("experiments.tools.status",
+                           "what exists for each paper: code, tests, experiment, notebook, claims"),
+    "notebooks": from_module("experiments.tools.notebooks",
                              "regenerate the Colab notebooks, or --check they are up to date"),
-    "bench": from_module("experiments.bench", "benchmarks against existing implementations"),
-    "gpu-compile": from_module("experiments.gpu_compile",
+    "bench": from_module("experiments.tools.bench", "benchmarks against existing implementations"),
+    "gpu-compile": from_module("experiments.tools.gpu_compile",
                                "compile the optimizer benchmarks for an H100 without a GPU "
                                "(launches, traffic, copies)"),
-    "multihost": from_module("experiments.multihost",
+    "multihost": from_module("experiments.tools.multihost",
                              "run a distributed algorithm on a mesh over several processes"),
 }
 

@@ -27,6 +27,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxopt_icml import sharding
+
 PyTree = Any
 
 __all__ = [
@@ -244,14 +246,12 @@ def _sharded_runner(alg, num_steps, trace_fn, field, batch_x0, batch_oracle, dev
     """The seed-sharded program, built once per static configuration (no recompilation when
     ``run_seeds(..., shard=True)`` is called again with the same objects)."""
     del devices  # part of the cache key only: the mesh spans the current local devices
-    from jaxopt_icml import mesh as mesh_lib
-
     batched = functools.partial(
         _run_batched, alg, num_steps=num_steps, trace_fn=trace_fn, field=field,
         batch_x0=batch_x0, batch_oracle=batch_oracle,
     )
     in_axes = (0 if batch_x0 else None, 0 if batch_oracle else None, 0)
-    return mesh_lib.shard_seeds(batched, in_axes)
+    return sharding.shard_seeds(batched, in_axes)
 
 
 def _run_batched(alg, x0, oracle, keys, *, num_steps, trace_fn, field, batch_x0, batch_oracle):

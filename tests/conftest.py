@@ -18,8 +18,8 @@ _FLAG = "--xla_force_host_platform_device_count"
 # XLA:CPU's classic elemental emitters compile the tests' many small programs about 1.5x faster
 # than the default MLIR fusion emitters (measured on the property matrix: 74 s vs 109 s for three
 # cases); a code-generation choice of the CPU backend, the numbers agree to float32 round-off.
-# The notebooks' kernels inherit it in CI (experiments.notebooks keeps XLA_FLAGS but the device
-# count), so the QUICK results they record match what the claims tests would compute.
+# The notebooks' kernels inherit it in CI (experiments.tools.notebooks keeps XLA_FLAGS but the
+# device count), so the QUICK results they record match what the claims tests would compute.
 _EMITTERS = "--xla_cpu_use_fusion_emitters"
 
 for _flag, _value in ((_FLAG, str(NUM_CPU_DEVICES)), (_EMITTERS, "false")):
@@ -99,3 +99,30 @@ def _release_compiled_programs():
     yield
     jax.clear_caches()
     gc.collect()
+
+
+def _slug_of(module) -> str:
+    """The paper of a per-paper test module ``tests/<family>/test_<slug>.py``."""
+    from jaxopt_icml import catalog
+
+    stem = os.path.splitext(os.path.basename(module.__file__))[0]
+    slug = stem.removeprefix("test_")
+    catalog.get(slug)  # KeyError naming the valid slugs for a file that is not a paper's test
+    return slug
+
+
+@pytest.fixture(scope="module")
+def experiment(request):
+    """The experiment module of this test file's paper (``experiments/<family>/<slug>.py``)."""
+    from experiments import runner
+
+    return runner.load(_slug_of(request.module))
+
+
+@pytest.fixture(scope="module")
+def quick_results(experiment):
+    """``experiment.run(QUICK, PRNGKey(0))``, or the identical run a notebook recorded in CI
+    (:func:`experiments.runner.quick_results`); computed once per test file."""
+    from experiments import runner
+
+    return runner.quick_results(experiment)

@@ -2,7 +2,7 @@
 
 import jax
 
-from experiments import bench, bench_optim
+from experiments.tools import bench, bench_optim
 
 
 def test_optim_benchmarks_run_and_report_every_target():
@@ -85,7 +85,7 @@ def test_unknown_benchmark_name_is_rejected():
 
 
 def test_family_benchmarks_run_quick():
-    from experiments import bench_families
+    from experiments.tools import bench_families
 
     out = bench.run_all(quick=True, only=bench_families.GROUPS)
     for name in bench_families.BENCHES:
@@ -120,7 +120,7 @@ def test_gpu_compile_reads_launches_and_their_bytes():
     reads 32 + 16 bytes and writes 32 + 16 + 16 (a tuple shape with an index comment); the copy
     32 -> 32; the GEMM reads 32 + 32 and writes 64; parameters, tuples and get-tuple-element
     launch nothing."""
-    from experiments import gpu_compile
+    from experiments.tools import gpu_compile
 
     kernels = gpu_compile.entry_kernels(_HLO)
     assert [(k.name, k.opcode, k.kind) for k in kernels] == [
@@ -138,7 +138,7 @@ def test_gpu_compile_operands_shapes_and_unreadable_lines():
     parentheses), each distinct operand once; what cannot be sized or read raises."""
     import pytest
 
-    from experiments import gpu_compile
+    from experiments.tools import gpu_compile
 
     rest = "f32[4]{0} %p, (f32[4]{0}, s32[]) %w, f32[4]{0} %p), kind=kLoop, calls=%f(%x)"
     assert gpu_compile._operands(rest) == ["p", "w"]
@@ -156,7 +156,7 @@ def test_gpu_compile_reads_an_xla_program():
     reads and writes the 1000-float array once."""
     import jax.numpy as jnp
 
-    from experiments import gpu_compile
+    from experiments.tools import gpu_compile
 
     text = jax.jit(lambda x: 2.0 * x + 1.0).lower(jnp.ones(1000)).compile().as_text()
     summary = gpu_compile.summarize(gpu_compile.entry_kernels(text))
@@ -168,7 +168,7 @@ def test_gpu_compile_without_the_cuda_plugin_says_what_to_install(capsys):
 
     import pytest
 
-    from experiments import gpu_compile
+    from experiments.tools import gpu_compile
 
     try:
         gpu_compile.gpu_sharding()
@@ -189,7 +189,7 @@ def _h100_kernels(name, *, num_params, matrix_side=64, donate=False):
     skips the test without JAX's CUDA plugin (run with JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1)."""
     import pytest
 
-    from experiments import gpu_compile
+    from experiments.tools import gpu_compile
 
     try:
         sharding = gpu_compile.gpu_sharding()
@@ -215,7 +215,7 @@ def test_delay_wrapper_donated_step_updates_its_stash_in_place_on_an_h100():
     """The donated step of ``one_step_delay(adamw)`` compiled for an H100 copies no
     params-sized buffer (before the stash write read the old stash, XLA:GPU copied every stash
     leaf), so its summed traffic is AdamW's times the exact stash's 8/6."""
-    from experiments import gpu_compile
+    from experiments.tools import gpu_compile
 
     delay, adamw = _h100_kernels("delay_vs_inner", num_params=1_000_000, donate=True)
     assert [k.name for k in delay if k.opcode == "copy" and k.bytes_out > 1024] == []

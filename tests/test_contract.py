@@ -39,19 +39,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def contract_modules() -> list[Path]:
-    """Per-paper test files that may declare ``CONTRACT_CASES``.
-
-    The catalog is the source of truth (``catalog.papers()`` rows, or a ``PAPERS`` sequence,
-    with a ``.test`` path relative to the repository root); without a catalog module every
-    ``tests/*/test_*.py`` is scanned. Only files mentioning ``CONTRACT_CASES`` are imported.
+    """Per-paper test files that may declare ``CONTRACT_CASES``: the test file of every catalog
+    row (``tests/<family>/test_<slug>.py``); only files mentioning ``CONTRACT_CASES`` are
+    imported.
     """
-    try:
-        from jaxopt_icml import catalog
-    except ModuleNotFoundError:
-        paths = sorted((ROOT / "tests").glob("*/test_*.py"))
-    else:
-        rows = catalog.papers() if hasattr(catalog, "papers") else catalog.PAPERS
-        paths = [ROOT / row.test for row in rows if getattr(row, "test", None)]
+    from experiments import runner
+    from jaxopt_icml import catalog
+
+    paths = [ROOT / runner.test_path(row) for row in catalog.papers()]
     return [p for p in paths if p.is_file() and "CONTRACT_CASES" in p.read_text("utf-8")]
 
 

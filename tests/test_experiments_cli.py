@@ -12,12 +12,12 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from experiments import runner
+from experiments.runner import records
+from experiments.tools import status
+from jaxopt_icml import catalog
 
-from experiments import common  # noqa: E402
-from jaxopt_icml import catalog  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args, timeout=120):
@@ -40,7 +40,7 @@ def test_list():
     assert lines[0].split()[:3] == ["id", "slug", "experiment"]
     rows = [line.split() for line in lines[1:] if line.strip()]
     assert [r[1] for r in rows[:-1]] == list(catalog.slugs())
-    assert rows[-1][:3] == [str(len(common.available_slugs())), "of", "71"]
+    assert rows[-1][:3] == [str(len(runner.available_slugs())), "of", str(len(catalog.papers()))]
     goma = next(line for line in lines if line.split()[1:2] == ["goma"])
     assert "GOMA" in goma
 
@@ -50,7 +50,7 @@ def test_unknown_slug_is_a_clear_error():
     assert proc.returncode == 2
     assert "no_such_paper" in proc.stderr
     assert "experiments available:" in proc.stderr
-    for slug in common.available_slugs():
+    for slug in runner.available_slugs():
         assert slug in proc.stderr
 
 
@@ -94,12 +94,12 @@ class _Tup(NamedTuple):
 
 
 def test_with_seeds_and_config_dict():
-    assert common.with_seeds(_Cfg(), 8) == _Cfg(seeds=8)
-    assert common.with_seeds(_Tup(), 4) == _Tup(seeds=4)
-    assert common.with_seeds(_Cfg(), None) == _Cfg()
+    assert runner.with_seeds(_Cfg(), 8) == _Cfg(seeds=8)
+    assert runner.with_seeds(_Tup(), 4) == _Tup(seeds=4)
+    assert runner.with_seeds(_Cfg(), None) == _Cfg()
     with pytest.raises(ValueError, match="seeds"):
-        common.with_seeds(_Cfg(), 0)
-    assert common.config_dict(_Cfg()) == {"seeds": 2, "steps": 10, "sizes": [1, 2]}
+        runner.with_seeds(_Cfg(), 0)
+    assert runner.config_dict(_Cfg()) == {"seeds": 2, "steps": 10, "sizes": [1, 2]}
 
 
 def test_to_jsonable_is_strict_json(tmp_path):
@@ -107,59 +107,59 @@ def test_to_jsonable_is_strict_json(tmp_path):
 
     payload = {"a": np.float32(1.5), "b": jnp.arange(3), "c": float("nan"), "d": (1, -np.inf),
                "e": _Tup(), "f": np.int64(3)}
-    path = common.write_json(tmp_path / "x" / "r.json", payload)
+    path = runner.write_json(tmp_path / "x" / "r.json", payload)
     back = json.loads(path.read_text())
     assert back == {"a": 1.5, "b": [0, 1, 2], "c": "nan", "d": [1, "-inf"],
                     "e": {"seeds": 2, "lr": 0.1}, "f": 3}
 
 
 def test_band_plot_and_save_figures(tmp_path):
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     ks = np.arange(1, 21)
     values = np.exp(np.random.default_rng(0).normal(size=(5, 20))) / ks
     fig, ax = plt.subplots()
-    line = common.band_plot(ax, ks, values, "m")
+    line = runner.band_plot(ax, ks, values, "m")
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     np.testing.assert_allclose(line.get_ydata(), np.median(values, 0))
     assert len(ax.collections) == 1  # the 10-90% band
-    common.band_plot(ax, ks, values[0], "one seed")  # no band for a single seed
+    runner.band_plot(ax, ks, values[0], "one seed")  # no band for a single seed
     assert len(ax.collections) == 1
     with pytest.raises(ValueError, match="shape"):
-        common.band_plot(ax, ks, values[:, :5], "bad")
-    paths = common.save_figures({"fig": fig}, tmp_path)
+        runner.band_plot(ax, ks, values[:, :5], "bad")
+    paths = runner.save_figures({"fig": fig}, tmp_path)
     assert paths == [tmp_path / "fig.png"] and paths[0].read_bytes()[:4] == b"\x89PNG"
 
 
 def test_describe_problem():
-    out = common.describe({"L": 2.0, "mu": np.float32(0.5), "A": np.zeros((10, 10)),
+    out = runner.describe({"L": 2.0, "mu": np.float32(0.5), "A": np.zeros((10, 10)),
                            "z": np.array([1.0, 2.0])})
     assert out == {"L": 2.0, "mu": 0.5, "A": "array(10, 10) float64", "z": [1.0, 2.0]}
 
 
 def test_load_unknown_slug():
-    with pytest.raises(common.UnknownExperiment, match="not a catalog slug"):
-        common.load("no_such_paper")
+    with pytest.raises(runner.UnknownExperiment, match="not a catalog slug"):
+        runner.load("no_such_paper")
 
 
 def test_record_claims_only_when_asked(tmp_path, monkeypatch):
-    from jaxopt_icml import catalog, theory
+    from jaxopt_icml import theory
 
     exp = types.SimpleNamespace(SLUG="m_plus_adam", TITLE="t",
                                 KNOWN_FAILING=("loss_ratio_m_plus_adam_vs_adam_fp8",))
     claims = [theory.ClaimResult("loss_ratio_m_plus_adam_vs_adam_fp8", 1.0, "<=", 0.2, False,
                                  "s")]
-    monkeypatch.delenv(common.RECORD_ENV, raising=False)
-    assert common.record_claims(exp, _Cfg(), 0, claims, quick=True, root=tmp_path) is None
+    monkeypatch.delenv(runner.RECORD_ENV, raising=False)
+    assert runner.record_claims(exp, _Cfg(), 0, claims, quick=True, root=tmp_path) is None
     assert not (tmp_path / "runs").exists()
-    monkeypatch.setenv(common.RECORD_ENV, "1")
-    path = common.record_claims(exp, _Cfg(), 0, claims, quick=True, root=tmp_path)
+    monkeypatch.setenv(runner.RECORD_ENV, "1")
+    path = runner.record_claims(exp, _Cfg(), 0, claims, quick=True, root=tmp_path)
     assert path == tmp_path / "runs" / "m_plus_adam-quick" / "results.json"
     payload = json.loads(path.read_text())
     assert payload["known_failing"] == ["loss_ratio_m_plus_adam_vs_adam_fp8"]
-    # the catalog reads the record (and the experiment still documents that miss)
-    assert catalog.recorded_claims(catalog.get("m_plus_adam"), tmp_path) == "known"
+    # the status view reads the record (and the experiment still documents that miss)
+    assert status.recorded_claims(catalog.get("m_plus_adam"), tmp_path) == "known"
 
 
 def test_quick_results_reused_only_for_identical_source(tmp_path, monkeypatch):
@@ -172,37 +172,37 @@ def test_quick_results_reused_only_for_identical_source(tmp_path, monkeypatch):
         return {"loss": jnp.arange(3.0) + len(calls)}
 
     exp = types.SimpleNamespace(SLUG="m_plus_adam", TITLE="t", QUICK=_Cfg(), run=run)
-    monkeypatch.delenv(common.REUSE_ENV, raising=False)
-    fresh = common.quick_results(exp, root=tmp_path)  # nothing recorded: runs
+    monkeypatch.delenv(runner.REUSE_ENV, raising=False)
+    fresh = runner.quick_results(exp, root=tmp_path)  # nothing recorded: runs
     assert calls == [0] and float(fresh["loss"][0]) == 1.0
-    monkeypatch.setenv(common.RECORD_ENV, "1")
-    common.record_claims(exp, exp.QUICK, 0, [], quick=True, results={"loss": jnp.arange(3.0)},
+    monkeypatch.setenv(runner.RECORD_ENV, "1")
+    runner.record_claims(exp, exp.QUICK, 0, [], quick=True, results={"loss": jnp.arange(3.0)},
                          root=tmp_path)
     assert (tmp_path / "runs" / "m_plus_adam-quick" / "quick_results.pkl").is_file()
     # recorded, but reuse not asked for: runs again
-    common.quick_results(exp, root=tmp_path)
+    runner.quick_results(exp, root=tmp_path)
     assert len(calls) == 2
-    monkeypatch.setenv(common.REUSE_ENV, "1")
-    reused = common.quick_results(exp, root=tmp_path)
+    monkeypatch.setenv(runner.REUSE_ENV, "1")
+    reused = runner.quick_results(exp, root=tmp_path)
     assert len(calls) == 2
     np.testing.assert_array_equal(np.asarray(reused["loss"]), [0.0, 1.0, 2.0])
     # another key, or another config, has another fingerprint: runs
-    common.quick_results(exp, key=1, root=tmp_path)
+    runner.quick_results(exp, key=1, root=tmp_path)
     assert calls[-1] == 1 and len(calls) == 3
     exp.QUICK = _Cfg(seeds=3)
-    common.quick_results(exp, root=tmp_path)
+    runner.quick_results(exp, root=tmp_path)
     assert len(calls) == 4
-    assert (common.source_fingerprint(_Cfg(), 0) != common.source_fingerprint(_Cfg(seeds=3), 0)
-            != common.source_fingerprint(_Cfg(seeds=3), 1))
+    assert (runner.source_fingerprint(_Cfg(), 0) != runner.source_fingerprint(_Cfg(seeds=3), 0)
+            != runner.source_fingerprint(_Cfg(seeds=3), 1))
     # any edit of a source file changes the fingerprint (a stand-in source tree)
     for package in ("jaxopt_icml", "experiments"):
         (tmp_path / "src" / package).mkdir(parents=True)
         (tmp_path / "src" / package / "mod.py").write_text("x = 1\n")
-    monkeypatch.setattr(common, "repo_root", lambda: tmp_path / "src")
-    before = common.source_fingerprint(_Cfg(), 0)
-    assert common.source_fingerprint(_Cfg(), 0) == before
+    monkeypatch.setattr(records, "repo_root", lambda: tmp_path / "src")
+    before = runner.source_fingerprint(_Cfg(), 0)
+    assert runner.source_fingerprint(_Cfg(), 0) == before
     (tmp_path / "src" / "jaxopt_icml" / "mod.py").write_text("x = 2\n")
-    assert common.source_fingerprint(_Cfg(), 0) != before
+    assert runner.source_fingerprint(_Cfg(), 0) != before
 
 
 def test_check_quick_claims_demands_exactly_the_expected_failures():
@@ -212,25 +212,25 @@ def test_check_quick_claims_demands_exactly_the_expected_failures():
     exp = types.SimpleNamespace(CLAIMS=claims, KNOWN_FAILING=("b", "c"), FULL_ONLY_FAILING=("c",))
     results = {"a": 0.0, "b": 1.0, "c": 0.0}  # only b fails
     # default: KNOWN_FAILING less FULL_ONLY_FAILING; the checked claims come back
-    checked = common.check_quick_claims(exp, results)
+    checked = runner.check_quick_claims(exp, results)
     assert [(c.name, c.passed) for c in checked] == [("a", True), ("b", False), ("c", True)]
     with pytest.raises(AssertionError, match=r"failing claims \['b'\], expected \[\]"):
-        common.check_quick_claims(exp, results, expected_failing=())
+        runner.check_quick_claims(exp, results, expected_failing=())
     # an expected failure that passes is an error too; the message carries the claims table
     with pytest.raises(AssertionError, match=r"(?s)expected \['b', 'c'\].*c +0 +<= +0 +PASS"):
-        common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+        runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
     with pytest.raises(AssertionError):  # an unexpected failure (a NaN metric fails)
-        common.check_quick_claims(exp, {**results, "a": float("nan")})
+        runner.check_quick_claims(exp, {**results, "a": float("nan")})
     # a tolerated claim is not checked either way
     for c in (0.0, 1.0):
-        common.check_quick_claims(exp, {**results, "c": c}, expected_failing=("b", "c"),
+        runner.check_quick_claims(exp, {**results, "c": c}, expected_failing=("b", "c"),
                                   tolerate={"c"})
     # absent KNOWN_FAILING / FULL_ONLY_FAILING: every claim must pass
     bare = types.SimpleNamespace(CLAIMS=claims)
-    common.check_quick_claims(bare, dict.fromkeys("abc", 0.0))
+    runner.check_quick_claims(bare, dict.fromkeys("abc", 0.0))
     with pytest.raises(AssertionError):
-        common.check_quick_claims(bare, results)
+        runner.check_quick_claims(bare, results)
     # the checked names must be CLAIMS's (a one-shot iterable is not)
     with pytest.raises(AssertionError, match="not exp.CLAIMS in order"):
-        common.check_quick_claims(types.SimpleNamespace(CLAIMS=iter(claims)),
+        runner.check_quick_claims(types.SimpleNamespace(CLAIMS=iter(claims)),
                                   dict.fromkeys("abc", 0.0))

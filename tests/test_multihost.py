@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments import multihost
+from experiments.tools import multihost
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -52,9 +52,7 @@ import jax.numpy as jnp
 from jaxopt_icml.hyperparams import check_float, check_static_int
 
 __all__ = [
-    "VALUE_BITS",
     "Compressor",
-    "index_bits",
     "identity",
     "top_k",
     "rand_k",

@@ -44,7 +44,6 @@ __all__ = [
     "DreamState",
     "MultiTaskLeastSquares",
     "NoisyTaskGradients",
-    "WeightedClients",
     "centralized_mgda",
     "dream",
     "dream_client",
@@ -540,7 +539,7 @@ def dream(*, num_tasks: int, num_workers: int, local_steps: int = 5, local_lr=0.
     ``tests/distributed/test_dream.py`` checks the QP special cases against closed forms and a
     NumPy active-set solver and rounds (also with weighted clients) against a NumPy
     re-implementation; the property matrix (``tests/test_contract.py``) checks ``mesh=None``
-    against ``shard_map``; ``experiments/dream.py`` checks drift removal against
+    against ``shard_map``; ``experiments/distributed/dream.py`` checks drift removal against
     FMGDA and the ``1/N`` noise floor (linear speedup).
 
     References:

@@ -247,7 +247,8 @@ def ef21(compressor: Compressor, learning_rate: float, *, num_workers: int, mesh
     **Paper mapping**: as :func:`ef` (:math:`c_i` -> ``memory``). **Theory**:
     :math:`V^{\rm EF21}_{k+1} \le \rho V^{\rm EF21}_k` at :math:`\eta^\star`, independent of
     :math:`n` and of heterogeneous minimisers (:func:`lyapunov_ef21`), checked step by step in
-    the tests and on ridge regression over 1-8 agents in ``experiments/error_feedback.py``.
+    the tests and on ridge regression over 1-8 agents in
+    ``experiments/distributed/error_feedback.py``.
     """
     return mesh_lib.across_workers(ef21_worker(compressor, learning_rate, axis_name=axis_name),
                                    num_workers, mesh=mesh, axis_name=axis_name)

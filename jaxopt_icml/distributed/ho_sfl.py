@@ -47,17 +47,13 @@ from jaxopt_icml.zeroth_order.estimators import (
 __all__ = [
     "ClientData",
     "SplitState",
-    "apply_mlp",
     "client_zo_deltas",
     "fo_sfl",
     "fo_sfl_worker",
     "ho_sfl",
     "ho_sfl_worker",
-    "init_mlp",
     "make_split_data",
-    "shared_round_key",
     "split_loss",
-    "zo_direction",
     "zo_fl",
     "zo_fl_worker",
 ]
@@ -439,8 +435,8 @@ def ho_sfl(client_apply: Callable, server_apply: Callable, loss_fn: Callable, *,
     Theory:
       Rate :math:`O(\sqrt{d_c/(PT)})` (only the client dimension enters), model-update uplink
       :math:`P` scalars against :math:`d_c` floats for SplitFed. Checked in
-      ``experiments/ho_sfl.py`` (communication slope ~0 vs 1 in :math:`d_c`, convergence vs
-      :func:`fo_sfl` and :func:`zo_fl`, server-width independence, :math:`P` scaling, client
+      ``experiments/distributed/ho_sfl.py`` (communication slope ~0 vs 1 in :math:`d_c`, convergence
+      vs :func:`fo_sfl` and :func:`zo_fl`, server-width independence, :math:`P` scaling, client
       memory) and ``tests/distributed/test_ho_sfl.py`` (unbiasedness by Monte Carlo, many
       directions -> the first-order update, a NumPy re-derivation on a linear split model,
       the ``(P,)`` aggregation payload).
@@ -597,7 +593,7 @@ def zo_fl(client_apply: Callable, server_apply: Callable, loss_fn: Callable, *,
 
     Theory:
       Rate :math:`O(\sqrt{d/(PT)})`: the dimension-dependent slowdown HO-SFL avoids
-      (claims 2 and 3 of ``experiments/ho_sfl.py``).
+      (claims 2 and 3 of ``experiments/distributed/ho_sfl.py``).
     """
     per_worker = zo_fl_worker(client_apply, server_apply, loss_fn, batch_size=batch_size,
                               num_perturbations=num_perturbations, zo_eps=zo_eps,

@@ -308,8 +308,8 @@ def push_pull(learning_rate, *, graph: GraphSequence, num_workers: int, mesh=Non
     jointly strongly connected digraphs (linear for strongly convex :math:`f_i`), while
     ``tracker_mixing="row"`` and :func:`distributed_gradient_descent` are biased: tested against
     the NumPy closed form in ``tests/distributed/test_push_pull_bilevel.py`` and claim 1 of
-    ``experiments/push_pull_bilevel.py``; the nonconvex :math:`O(1/K)` stationarity rate is
-    claim 2 there.
+    ``experiments/distributed/push_pull_bilevel.py``; the nonconvex :math:`O(1/K)` stationarity rate
+    is claim 2 there.
 
     References:
       Y. Ma, X. Wang, W. Yao, J. Zhang, *FAB: A First-Order AB-based Gradient Algorithm for
@@ -481,8 +481,8 @@ def fab(alpha=1e-2, beta_y=1e-2, beta_z=1e-2, penalty=10.0, *, graph: GraphSeque
     :math:`\gamma\to\infty` they approach the bilevel solution with an :math:`O(1/\gamma)`
     bias. Tested on a quadratic bilevel problem with a closed-form solution
     (``tests/distributed/test_push_pull_bilevel.py``) and by claims 3-4 (ridge-hyperparameter
-    tuning) of ``experiments/push_pull_bilevel.py``. The paper's non-asymptotic rate is not
-    checked (the spec flags its source as unconfirmed).
+    tuning) of ``experiments/distributed/push_pull_bilevel.py``. The paper's non-asymptotic rate is
+    not checked (the spec flags its source as unconfirmed).
 
     References:
       Y. Ma, X. Wang, W. Yao, J. Zhang, *FAB: A First-Order AB-based Gradient Algorithm for

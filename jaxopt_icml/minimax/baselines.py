@@ -238,7 +238,7 @@ def sgda(step_size: ScalarOrSchedule = 0.1, *, decay: float = 0.0
       Array([0.9, 1.1], dtype=float32)
 
     Theory: diverges on bilinear games for any constant step (the contrast in claim 3 of
-    ``experiments/goma.py``).
+    ``experiments/minimax/goma.py``).
     """
     _check_scalar("step_size", step_size)
     _check_decay("decay", decay)
@@ -290,7 +290,7 @@ def extragradient(step_size: ScalarOrSchedule = 0.5, *,
       Array([0.25, 1.25], dtype=float32)
 
     Theory: last-iterate ``||F(z_k)||^2 = O(1/k)`` on monotone Lipschitz problems; on the bilinear
-    game of ``experiments/goma.py`` it behaves like ``k^{-1.5}`` (the spec's contrast).
+    game of ``experiments/minimax/goma.py`` it behaves like ``k^{-1.5}`` (the spec's contrast).
     """
     _check_scalar("step_size", step_size)
     if extrapolation is not None:

@@ -218,10 +218,10 @@ def dual_dynamic_smoothing(*, lmo_x: Callable | None = None, proj_x: Callable | 
     addition for the convex-concave duality gap.
 
     Theory: anytime rates (no horizon) for nonconvex-concave, nonconvex-strongly-concave and
-    convex-concave problems; ``experiments/dual_dynamic_smoothing.py`` checks the convex-concave
-    gap rate (V3 on a matrix game vs ``linprog``), the FW gap on a nonconvex-strongly-concave
-    robust problem, the anytime property, and the LMO's cost advantage; the mu = 0 comparison
-    did not show the expected advantage of smoothing (see that module).
+    convex-concave problems; ``experiments/minimax/dual_dynamic_smoothing.py`` checks the
+    convex-concave gap rate (V3 on a matrix game vs ``linprog``), the FW gap on a
+    nonconvex-strongly-concave robust problem, the anytime property, and the LMO's cost advantage;
+    the mu = 0 comparison did not show the expected advantage of smoothing (see that module).
     """
     kind_x = _one_of("x", lmo_x, proj_x)
     kind_y = _one_of("y", lmo_y, proj_y)

@@ -27,7 +27,7 @@ the coupling below is derived, not copied):
     ``damp_correction=False`` and ``extrapolation = step_size`` it is anchored OGDA; with
     ``anchor="none"`` it is OGDA (``eta = gamma``); with ``extrapolation = 0`` it is the anchored
     forward (Halpern-GDA) step. ``tests/minimax/test_goma.py`` checks these identities.
-  * Step sizes: the eta/gamma sweep of ``experiments/goma.py`` (FULL config: bilinear game,
+  * Step sizes: the eta/gamma sweep of ``experiments/minimax/goma.py`` (FULL config: bilinear game,
     ``n = 100``, ``L = 1``, float64, 16 seeds, K = 4000; median over seeds of the slope of
     ``||F(z_k)||^2`` on ``[200, 4000]``, reported by ``summarize`` as
     ``sweep gamma=G eta/gamma=R median slope``)::
@@ -47,7 +47,7 @@ the coupling below is derived, not copied):
     ``eta_k = extrapolation_ratio * gamma_0/(k+1)^extrapolation_decay`` (``extrapolation_decay``
     defaults to ``decay``: one time scale; a slower decay of ``eta`` gives two time scales).
 
-Theory (checked in ``experiments/goma.py``, claims run by ``tests/minimax/test_goma.py``):
+Theory (checked in ``experiments/minimax/goma.py``, claims run by ``tests/minimax/test_goma.py``):
   * deterministic: ``||F(z_k)||^2 = O(L^2 ||z_0 - z*||^2 / k^2)`` at the last iterate;
   * stochastic, variance growing like ``||z||^2``: ``E||F(z_k)||^2 = O(1/sqrt(k))`` with
     ``decay = 1/2``, no variance reduction and batch size 1.
@@ -219,7 +219,7 @@ def goma(step_size: ScalarOrSchedule = 0.1, extrapolation: ScalarOrSchedule | No
     ``(1 - b_k)`` coupling and the step sizes are derived (see the module docstring).
 
     Theory: ``||F(z_k)||^2 = O(1/k^2)`` (claim ``goma_slope_all_seeds`` and
-    ``goma_max_normalised_ratio`` in ``experiments/goma.py``); exactly one oracle call per
+    ``goma_max_normalised_ratio`` in ``experiments/minimax/goma.py``); exactly one oracle call per
     iteration (``tests/minimax/test_goma.py``).
 
     References: Accelerated and Stable Convergence with Anchored Optimistic Method, ICML 2026,
@@ -262,14 +262,14 @@ def goma_stochastic(step_size0: float = 0.1, *, decay: float = 0.5,
       ...                  100, trace_fn=lambda step, s, o: o.residual_sq(step.x))
 
     Paper mapping: the abstract's "simplified single-call variant"; the exact schedule is not
-    public. Measured by ``experiments/goma.py`` (FULL: bilinear ``n = 20``, noise
+    public. Measured by ``experiments/minimax/goma.py`` (FULL: bilinear ``n = 20``, noise
     ``0.3 ||z||``, 16 seeds, K = 20000, ``gamma_0 = 0.3``, ``rho = 1``): the slope of the
     seed-mean ``||F||^2`` on ``[1000, 20000]`` is ``-0.75`` (QUICK: ``-0.94``). Other values of
     ``gamma_0``, ``rho`` and ``extrapolation_decay`` are not swept there; the noise floor
     grows with ``gamma_0``, so keep ``gamma_0`` around ``0.3/L``.
 
     Theory: ``E||F(z_k)||^2 = O(1/sqrt(k))`` under variance ``<= s^2 + c ||z||^2``
-    (claim ``goma_stochastic_slope`` in ``experiments/goma.py``).
+    (claim ``goma_stochastic_slope`` in ``experiments/minimax/goma.py``).
 
     References: arXiv 2606.21528 (ICML 2026).
     """

@@ -403,7 +403,7 @@ def moment_relaxation(game: Game, level: int, *, player: int = 0) -> MomentRelax
     Theory: bounds ``>= max_K u``, non-increasing in ``t``, convergent (Archimedean); the paper
     proves finite convergence for generic games, at level ``l + 1`` (``l`` information sets)
     for non-absent-minded players, and at level 1 for SOS-concave games (the driver). Checked
-    in ``experiments/irefg_sos.py`` (claims ``amd_*``, ``forgetful_*``, ``chain_*``) and
+    in ``experiments/minimax/irefg_sos.py`` (claims ``amd_*``, ``forgetful_*``, ``chain_*``) and
     ``tests/minimax/test_irefg_sos.py`` (NumPy re-derivation, Clarabel).
 
     References: Zheng, Sim, Varvitsiotis, ICML 2026, arXiv 2602.21722; Lasserre 2001.

@@ -36,9 +36,9 @@ Everything here works on finite supports (a 1-D grid in the experiment), where e
 exact sums: :class:`GridMixture` is the oracle; it draws minibatches (``batch_size > 0``) or gives
 exact weighted batches (``batch_size = 0``).
 
-Measurements (``experiments/modular_gating.py``, FULL: float32, 400-point grid on ``[-8, 8]``,
-``k = 3``): with perfect experts and constant gates the averaged gate's worst-case KL is within
-``7.6e-4`` nats of the Blahut-Arimoto capacity ``0.7132`` from 16 random starts (5000 exact
+Measurements (``experiments/minimax/modular_gating.py``, FULL: float32, 400-point grid on
+``[-8, 8]``, ``k = 3``): with perfect experts and constant gates the averaged gate's worst-case KL is
+within ``7.6e-4`` nats of the Blahut-Arimoto capacity ``0.7132`` from 16 random starts (5000 exact
 steps). With misspecified experts, a bounded 16-RBF log-gate and 64 samples per domain and
 expert, the averaged gate beats the uniform gate, the capacity gate, single-Gaussian and
 2-Gaussian MLE, Group-DRO and the argmax-domain expert on all 32 seeds (median worst-case KL
@@ -392,8 +392,8 @@ def robust_gate_primal_dual(gate_apply: Callable, n_domains: int,
     perfect experts and constant gates the value is the channel capacity
     (:func:`capacity_blahut_arimoto`). Checked by the claims ``capacity_identity_*``,
     ``capacity_lam_*``, ``duality_gap`` and ``normalization_error`` of
-    ``experiments/modular_gating.py`` and by ``tests/minimax/test_modular_gating.py`` (a NumPy
-    re-derivation of the update, the KKT multiplier, the capacity identity).
+    ``experiments/minimax/modular_gating.py`` and by ``tests/minimax/test_modular_gating.py`` (a
+    NumPy re-derivation of the update, the KKT multiplier, the capacity identity).
 
     References: Cortes, Mohri & Zhong, ICML 2026, arXiv 2602.17554.
     """

@@ -52,16 +52,11 @@ __all__ = [
     "SDPPoint",
     "SDPProblem",
     "SparseBlocks",
-    "after",
-    "apply_adjoint",
-    "apply_constraints",
-    "cast_blocks",
     "project_psd_blocks",
     "psd_projection",
     "sdp_admm",
     "sdp_problem",
     "sdp_zeros",
-    "sparse_blocks",
     "solve_sdp",
 ]
 

@@ -23,8 +23,8 @@ exactly the law ``F(z) + (s G z / sqrt(d) + a e) / sqrt(n)``, so a batch of any 
 averaged with a ``lax.fori_loop`` over the traced count ``n`` (capped by the static
 ``max_batch``; not reverse-differentiable, which is not needed here).
 
-Theory and measurements (``experiments/stochastic_vi.py``, FULL: 16 seeds, float32, ``d = 20``,
-multiplicative noise ``s = 0.5``): with ``t = 0.5`` and ``b_k = k + 1`` the seed-mean residual
+Theory and measurements (``experiments/minimax/stochastic_vi.py``, FULL: 16 seeds, float32, ``d =
+20``, multiplicative noise ``s = 0.5``): with ``t = 0.5`` and ``b_k = k + 1`` the seed-mean residual
 reaches 0.2 / 0.1 / 0.05 after 1.2e5 / 9.4e5 / 1.1e7 calls, slope of ``log N`` against
 ``log(1/eps)`` 3.28 (theory: 4 up to logs); single-sample SEG on singular values in ``[0.1, 1]``
 reaches ``100 ||z_0||^2`` in mean square after 3024 / 373 / 126 / 11 steps for
@@ -239,7 +239,8 @@ def stochastic_fbf(step_size: float = 0.5, *, batch_schedule: int | Callable = l
     ``alpha = 1`` it is stochastic extragradient with one batch reused at ``z_k``.
 
     Theory: ``E res <= eps`` with ``O~(eps^-4)`` oracle calls for monotone and weak-Minty VIs
-    under variance ``<= s^2 + c||z||^2`` (claims ``fbf_*`` in ``experiments/stochastic_vi.py``).
+    under variance ``<= s^2 + c||z||^2`` (claims ``fbf_*`` in
+    ``experiments/minimax/stochastic_vi.py``).
 
     References: Alacaoglu & Kim, ICML 2026, arXiv 2602.05531; Tseng 2000.
     """
@@ -295,7 +296,7 @@ def relaxed_fbf(step_size: float = 1.0, relaxation: float = 0.5, *,
 
     Paper mapping: the weak-Minty method of arXiv 2602.05531 with a CEG+ relaxation of the
     second step; ``alpha = 0.5`` follows the spec. Theory: claim ``relaxed_fbf_weak_minty_*``
-    of ``experiments/stochastic_vi.py``.
+    of ``experiments/minimax/stochastic_vi.py``.
     """
     return stochastic_fbf(step_size, batch_schedule=batch_schedule, prox=prox,
                           relaxation=relaxation, max_batch=max_batch)

@@ -328,7 +328,7 @@ def squarecb(gamma_scale: float = 1.0, *, num_functions: int, context_dim: int
     constants, like the aggregating algorithm).
 
     Theory: ``O(sqrt(K |A| ln|F|))`` regret; the baseline of claim 2 in
-    ``experiments/cmab_policy_optimization.py``. References: Foster & Rakhlin, ICML 2020.
+    ``experiments/online/cmab_policy_optimization.py``. References: Foster & Rakhlin, ICML 2020.
     """
     check_float("gamma_scale", gamma_scale, allow_schedule=False)
 
@@ -365,7 +365,7 @@ def falcon(gamma_scale: float = 1.0, *, num_functions: int, context_dim: int,
     ``log T`` factors of the paper are folded into ``c``).
 
     Theory: ``O(sqrt(K |A| ln(|F| K)))`` regret with the offline oracle; the baseline of claim 2
-    in ``experiments/cmab_policy_optimization.py``. References: Simchi-Levi & Xu, 2022.
+    in ``experiments/online/cmab_policy_optimization.py``. References: Simchi-Levi & Xu, 2022.
     """
     check_float("gamma_scale", gamma_scale, allow_schedule=False)
     first_epoch, max_epochs = _check_sizes(first_epoch, max_epochs)
@@ -404,7 +404,7 @@ def epsilon_greedy(eps_scale: float = 1.0, *, num_functions: int, context_dim: i
     Paper mapping: the spec's baseline ``eps_k = k^{-1/3}`` (``c = 1``).
 
     Theory: ``O(K^{2/3})`` regret (exploration ``sum_t eps_t`` against the estimation error);
-    the ``eps-greedy`` baseline of claim 2 in ``experiments/cmab_policy_optimization.py``.
+    the ``eps-greedy`` baseline of claim 2 in ``experiments/online/cmab_policy_optimization.py``.
     """
     check_float("eps_scale", eps_scale, allow_schedule=False)
 

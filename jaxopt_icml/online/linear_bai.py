@@ -41,7 +41,7 @@ outer products run long).
 state and freeze at the first crossing; the learner keeps sampling afterwards, so the same
 trajectory yields the stopping time of every ``delta`` (the sampling rule ignores ``delta``).
 
-Measured (``experiments/constrained_linear_bai.py``, FULL, key 0, ``d = 4``, 6 arms, 3
+Measured (``experiments/online/constrained_linear_bai.py``, FULL, key 0, ``d = 4``, 6 arms, 3
 covariates, one constraint, ``T*_rel = 66.2``): see that module's docstring; in short, no wrong
 answer in 64 seeds at ``delta = 0.05``, ``E tau / ln(1/delta) = 1.70 T*_rel`` at ``delta =
 1e-3`` (uniform sampling ``3.87 T*_rel``), the same mean ``tau`` as Track-and-Stop at 1/78 to
@@ -623,7 +623,7 @@ def constrained_linbai_dual(delta: float = 0.05, *, dual_lr: float = 0.3,
 
     Theory: ``limsup E tau / ln(1/delta) <= T*_rel`` (abstract; here checked at finite
     ``delta``): claims ``delta_correct``, ``ratio_*``, ``dual_vs_uniform_win_rate`` and
-    ``allocation_l1`` in ``experiments/constrained_linear_bai.py``.
+    ``allocation_l1`` in ``experiments/online/constrained_linear_bai.py``.
 
     References: Constrained Linear BAI with Covariate Selection, ICML 2026 (OpenReview
     Lmqs7qBpzk); Wang, Tzeng & Proutiere 2021 (Frank-Wolfe sampling).

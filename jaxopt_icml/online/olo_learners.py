@@ -134,7 +134,7 @@ def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "on
     ``R_T(u) = O(||u|| sqrt(V_T log(1 + ||u|| V_T / eps)) + ||u|| L log(...))`` with
     ``V_T = sum_t ||g_t||^2`` for the ONS bettor (``L sqrt(T)`` in place of ``sqrt(V_T)`` for KT).
     Checked in ``tests/online/test_unconstrained_blo.py`` (NumPy re-derivation, wealth identity)
-    and by claims ``static_*`` of ``experiments/unconstrained_blo.py``.
+    and by claims ``static_*`` of ``experiments/online/unconstrained_blo.py``.
 
     References: Cutkosky & Orabona, COLT 2018; Orabona & Pal, NeurIPS 2016.
     """
@@ -302,7 +302,8 @@ def dynamic_ensemble(lrs: Sequence[float] = tuple(2.0 ** k for k in range(8)),
 
     Theory: dynamic regret ``O(sqrt((D^2 + D P_T) V_T) + D sqrt(V_T ln N))`` for any comparator
     sequence in the ball with path length ``P_T`` below ``D (max lrs^2 - 1)``; claim
-    ``dynamic_*`` of ``experiments/unconstrained_blo.py`` measures the ``sqrt(S)`` dependence.
+    ``dynamic_*`` of ``experiments/online/unconstrained_blo.py`` measures the ``sqrt(S)``
+    dependence.
     """
     lrs = tuple(lrs)
     if not lrs:

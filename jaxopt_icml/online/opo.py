@@ -37,7 +37,7 @@ CMDP predecessor of Levy et al. 2024, see the experiment's docstring):
   only (FALCON-style).
 
 Theory: ``Reg(K) = O~(sqrt(K |A| ln|F|))`` with high probability. Checked by
-``experiments/cmab_policy_optimization.py`` (slope of log-regret, ratio to the bound, tail).
+``experiments/online/cmab_policy_optimization.py`` (slope of log-regret, ratio to the bound, tail).
 
 References:
   * O. Levy, Y. Mansour. Optimal Regret for Policy Optimization in Contextual Bandits. ICML 2026,
@@ -176,7 +176,7 @@ def opo_cmab(eta: float = 1.0, bonus_scale: float = 1.0, *, num_functions: int,
     ``eta N_m / sqrt(T_{m+1})``, a choice documented in the module docstring).
 
     Theory: ``O~(sqrt(K |A| ln|F|))`` regret; claims ``opo_*`` in
-    ``experiments/cmab_policy_optimization.py``.
+    ``experiments/online/cmab_policy_optimization.py``.
 
     References: Levy & Mansour, ICML 2026, arXiv 2602.13700.
     """

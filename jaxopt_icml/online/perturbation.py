@@ -17,7 +17,7 @@ expected bandit regret equals the expected OLO regret on the estimates, and
 comparator-adaptive OLO learner with a second-order bound (``online.coin_betting``, in module
 ``online.olo_learners``) then gives ``E R_T(u) = O~(||u|| G sqrt(d T))`` and ``E R_T(0) <= eps``.
 
-Measured (``experiments/unconstrained_blo.py``, FULL, 16 seeds, ``d = 8``): the worst-drift
+Measured (``experiments/online/unconstrained_blo.py``, FULL, 16 seeds, ``d = 8``): the worst-drift
 regret of PABLO + ONS coin betting is 797 / 7845 / 153301 at ``T = 1e5`` for ``||u|| = 1 / 10 /
 100`` (about ``0.2 ||u|| sqrt(d T)`` up to the log factor), slope 0.48 in ``T``; ``R_T(0)`` stays
 below ``1.3 eps``; the dependence on ``d`` is weaker than ``sqrt(d)`` on that instance (slope 0.16
@@ -262,7 +262,7 @@ def pablo(olo: optax.GradientTransformation, *, r_min: float = 1.0,
     Theory: ``E l^_t = l_t``; ``E||l^_t||^2 = (d/r)^2 <l,w>^2 + d||l||^2`` (tested by Monte Carlo
     and against a NumPy re-derivation of the loop); with the ONS coin bettor
     ``E R_T(u) = O~(||u|| G sqrt(d T))`` and ``E R_T(0) <= eps`` (claims ``static_*`` and
-    ``dimension_*`` of ``experiments/unconstrained_blo.py``).
+    ``dimension_*`` of ``experiments/online/unconstrained_blo.py``).
     """
     check_float("r_min", r_min, allow_schedule=False)
     if scale_fn is not None and not callable(scale_fn):

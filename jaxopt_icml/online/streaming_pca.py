@@ -178,7 +178,7 @@ def inverse_time_schedule(gap: float, d: int, *, c: float = 2.0, t0: float | Non
     The offset ``t0`` plays the paper's warm-up role: it keeps ``eta_t (d - 1) |y z|`` well below
     one while ``w`` is still nearly orthogonal to ``v_1``. ``t0 = d^2`` rather than the spec's
     ``4 d^2``: with ``4 d^2`` a few seeds leave the near-orthogonal start so late that the seed
-    mean over ``[T/4, T]`` still carries them (``experiments/compressed_oja.py``).
+    mean over ``[T/4, T]`` still carries them (``experiments/online/compressed_oja.py``).
 
     Args:
       gap: ``Delta > 0``.
@@ -306,8 +306,8 @@ def compressed_oja(step_size: float | Callable = 0.01, *, orth_scale: str | floa
     offset ``t0 ~ d^2`` does the warm-up.
 
     Theory: ``E sin^2(w_t, v_1) = O(lambda_1 lambda_2 d^2 / (Delta^2 t))``, matched by a lower
-    bound (claims ``compressed_*`` in ``experiments/compressed_oja.py``). A linearisation around
-    ``v_1`` gives the constant ``c^2 / (2c - 1) (d - 1)^2 lambda_1 lambda_2 / Delta^2`` for
+    bound (claims ``compressed_*`` in ``experiments/online/compressed_oja.py``). A linearisation
+    around ``v_1`` gives the constant ``c^2 / (2c - 1) (d - 1)^2 lambda_1 lambda_2 / Delta^2`` for
     ``eta_t = c / (Delta t)`` (tested in ``tests/online/test_compressed_oja.py``).
 
     References: Saad-Falcon, Ancelin & Romberg, ICML 2026, arXiv 2505.10882.
@@ -390,7 +390,7 @@ def nonadaptive_oja(step_size: float | Callable = 0.01) -> base.OracleAlgorithm:
     coordinate is about ``(tr S)^2 / 2``, so the linearised error is
     ``~ c^2/(2c-1) d^3 lambda_2^2 / (2 Delta^2 t)`` for ``lambda_1 << d lambda_2``.
 
-    Theory: claims ``nonadaptive_*`` in ``experiments/compressed_oja.py``.
+    Theory: claims ``nonadaptive_*`` in ``experiments/online/compressed_oja.py``.
     """
     _check_step(step_size)
 

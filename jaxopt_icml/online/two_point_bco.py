@@ -339,7 +339,7 @@ def optimistic_two_point_bco(delta: float = 1e-2, *, shrink: float | None = None
     ``nonconsecutive_identity``); the hint error contracts like ``(1 - 1/k)`` per round while
     absorbing the gradient drift, so the sum is ``O(k^2 G^2)`` (start-up) plus ``O(k V_T)``
     for i.i.d. drift and ``O(k^2 V_T)`` for a random-walk drift, in this reconstruction.
-    Measured in ``experiments/gradient_variation_bco.py``: ``adaptivity_*``, ``variance_*``,
+    Measured in ``experiments/online/gradient_variation_bco.py``: ``adaptivity_*``, ``variance_*``,
     ``game_*``, ``strongly_convex_ratio`` pass; ``d_exponent_gap`` (the spec's d-exponent gap
     to the naive hint) does not reach 0.3 (0.17 at FULL): the start-up term, exponent 1 in
     ``d``, mixes with the ``sqrt(d V_T)`` term.
@@ -485,7 +485,7 @@ def one_point_box_blo(shrink: float = 0.1, *, lower: float = -1.0, upper: float 
     Paper mapping: the paper's one-point hyper-rectangle extension (its exact estimator was not
     visible); coordinate-wise exploration is what the box geometry allows with a one-point
     estimate of full width ``a w``, and the control variate gives the gradient-variation form.
-    Theory: measured in ``experiments/gradient_variation_bco.py`` (claim ``one_point_*``).
+    Theory: measured in ``experiments/online/gradient_variation_bco.py`` (claim ``one_point_*``).
     """
     check_float("shrink", shrink, allow_schedule=False)
     if concrete_float(shrink) is not None and concrete_float(shrink) >= 1.0:

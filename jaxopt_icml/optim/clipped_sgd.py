@@ -13,7 +13,7 @@ heavy-tailed data the empirical second moment of the per-sample gradients at the
 with the dataset size :math:`N` (like :math:`N^{2/\alpha - 1}` for tail index
 :math:`\alpha \in (1, 2)`), and so do the guarantees of plain SGD; the clipped step has second
 moment at most :math:`\lambda_t^2` whatever the data (see :func:`empirical_second_moment` and
-``experiments/clipped_sgd.py``).
+``experiments/optim/clipped_sgd.py``).
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def clipped_sgd(
       :math:`\frac1N\sum_i\|\nabla f(x_\star, \xi_i)\|^2` grows like :math:`N^{2/\alpha-1}`, and
       with it the error of SGD to the ERM solution, while clipped SGD's does not grow; the tail
       of :math:`\|x_T - x_\star\|^2` over datasets is lighter with clipping. Checked by
-      ``experiments/clipped_sgd.py`` (``CLAIMS``) and ``tests/optim/test_clipped_sgd.py``.
+      ``experiments/optim/clipped_sgd.py`` (``CLAIMS``) and ``tests/optim/test_clipped_sgd.py``.
 
     References:
       Aleksandr Shestakov, Martin Takac, Eduard Gorbunov, "From Optimization to Generalization

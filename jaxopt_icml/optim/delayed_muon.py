@@ -29,7 +29,6 @@ from jaxopt_icml.hyperparams import (
 )
 
 __all__ = [
-    "FIRST_STEPS",
     "DelayCorrectionState",
     "DelayedAdamWState",
     "OneStepDelayState",
@@ -169,9 +168,9 @@ def one_step_delay(
       count equals the call count, so a schedule ``s(k)`` is evaluated at update ``k``.
     * ``"zero"``: call 0 returns zeros and leaves the inner state untouched. This is the exact
       model of a pipeline that applies nothing until the first gradient has come back (the
-      8-stage ``shard_map`` demo in ``experiments/delayed_muon.py`` matches it): every gradient
-      is used exactly once, and the trajectory is the 2BW trajectory shifted by one call. The
-      inner optimizer then has made ``t - 1`` updates at call ``t``, so its schedules lag the
+      8-stage ``shard_map`` demo in ``experiments/optim/delayed_muon.py`` matches it): every
+      gradient is used exactly once, and the trajectory is the 2BW trajectory shifted by one call.
+      The inner optimizer then has made ``t - 1`` updates at call ``t``, so its schedules lag the
       call count by one.
 
     The cost over ``inner`` is one select and one copy of the gradient per call (no
@@ -492,7 +491,7 @@ def delay_correction(gamma: optax.ScalarOrSchedule = 1.0) -> optax.GradientTrans
       gradient-extrapolation :math:`d_t = -\eta((1 + \gamma) g_{t-1} - \gamma g_{t-2})`.
 
     Theory:
-      Claim 2 of ``experiments/delayed_muon.py``: on matrix least squares the correction
+      Claim 2 of ``experiments/optim/delayed_muon.py``: on matrix least squares the correction
       recovers most of the delay penalty of Adam and Muon at the synchronous learning rate.
       The equations are checked against a NumPy re-derivation in the tests.
 
@@ -593,7 +592,7 @@ def delayed_muon(
     Theory:
       The paper proves convergence of delayed Muon with and without the correction (a delayed
       stochastic non-Euclidean trust-region analysis); the experiment checks the toy-scale
-      consequences (claims 2 and 3 of ``experiments/delayed_muon.py``).
+      consequences (claims 2 and 3 of ``experiments/optim/delayed_muon.py``).
 
     References:
       Zmushko et al., ICML 2026, arXiv:2606.30634. Keller Jordan et al., "Muon: An optimizer for

@@ -47,7 +47,6 @@ from jaxopt_icml.hyperparams import (
 )
 
 __all__ = [
-    "NS_COEFFS",
     "ScaleByDevaLinfState",
     "ScaleByEigenbasisState",
     "deva",
@@ -319,7 +318,7 @@ def deva_linf(
 
     Theory:
       The variance factor improves the blockwise smoothness constant over non-adaptive
-      sign descent; experimentally (trace quadratic, ``experiments/deva.py``) its final
+      sign descent; experimentally (trace quadratic, ``experiments/optim/deva.py``) its final
       suboptimality is compared to momentum signSGD (:func:`signum`).
 
     References:
@@ -654,7 +653,7 @@ def deva_schatten(
       :math:`1/\sqrt{1-\beta_2}` (up to :math:`\epsilon`) and :math:`U_1 = O_1\rho
       \sqrt{\max(n,p)}/\sqrt{1-\beta_2}`; the step is invariant to rescaling all gradients by
       :math:`c > 0` (up to :math:`\epsilon`); on the trace-quadratic benchmark it is compared to
-      Muon. Checked in ``tests/optim/test_deva.py`` and ``experiments/deva.py``.
+      Muon. Checked in ``tests/optim/test_deva.py`` and ``experiments/optim/deva.py``.
 
     References:
       Song, Bai, Zhang, Bullins, Gleich, "Decoupling Variance and Scale-Invariant Updates in

@@ -580,7 +580,7 @@ def harm_aware(
       the fraction of batch samples whose exact loss increases after the step drops by
       :math:`\ge 30\%` relative for SGD-momentum and AdamW, at no loss of train accuracy;
       (4) the head Gram correlates with the full-network per-sample Gram. Checked by
-      ``experiments/harm_aware.py`` (``CLAIMS``) and ``tests/optim/test_harm_aware.py``.
+      ``experiments/optim/harm_aware.py`` (``CLAIMS``) and ``tests/optim/test_harm_aware.py``.
 
     References:
       "Mitigating Per-Sample Harm in Stochastic Optimization", ICML 2026 (poster 62866; authors

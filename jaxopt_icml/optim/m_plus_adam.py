@@ -27,7 +27,6 @@ import optax
 from jaxopt_icml.hyperparams import check_float, check_unit_interval, compute_dtype, resolve
 
 __all__ = [
-    "FORMATS",
     "MPlusAdamState",
     "MadamState",
     "dequantize",
@@ -523,14 +522,14 @@ def m_plus_adam(
       stored, rounded to ``state_dtype`` (a pure low-precision state: nothing wider survives
       the step; ``optax.adam`` with ``mu_dtype`` instead uses the unrounded new moment). Until
       2026-12-06 the unrounded moments were used; the change moved the QUICK numbers of
-      ``experiments/m_plus_adam.py`` by rounding only and made the donated step copy-free.
+      ``experiments/optim/m_plus_adam.py`` by rounding only and made the donated step copy-free.
 
     Theory:
       (1) Stagnation: in BF16 an additive step below half an ulp rounds away (``optax.adam``
       with :math:`\eta = 10^{-2}` never changes a weight with :math:`|w| \ge 16`), while M+Adam
       moves them; (2) complementarity: M+Adam reaches a far lower loss than BF16 Adam, and
       Madam, which never changes a sign, plateaus; (3) monotone descent for small steps on a
-      smooth objective; (4) the same in FP8. Checked by ``experiments/m_plus_adam.py``
+      smooth objective; (4) the same in FP8. Checked by ``experiments/optim/m_plus_adam.py``
       (``CLAIMS``) and ``tests/optim/test_m_plus_adam.py``.
 
     References:

@@ -49,7 +49,7 @@ rise to their stationary values. ``c`` reads the error off the state: :math:`c =
 parameters optax returns, and for Nesterov's *iterate* :math:`\theta_t` (see below)
 :math:`c = (1, \beta\eta)`.
 
-Theory (what the experiment measures, ``experiments/momentum_tracking.py``): at matched
+Theory (what the experiment measures, ``experiments/optim/momentum_tracking.py``): at matched
 effective step the drift part of heavy ball / Nesterov exceeds SGD's by a factor that diverges as
 :math:`\beta \to 1` (2.4 at :math:`\beta = 0.9`, 16.4 at 0.99 for the spec's problem), while the
 noise part is slightly smaller (ratio 0.79-0.94): momentum is no free lunch against noise and
@@ -75,8 +75,6 @@ from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, check_unit_interval, compute_dtype
 
 __all__ = [
-    "METHODS",
-    "POINTS",
     "ErrorDynamics",
     "TrackerState",
     "TrackingCurve",
@@ -252,7 +250,7 @@ def tracker(optimizer: optax.GradientTransformation) -> base.OracleAlgorithm:
       :func:`tracking_mse_curve` gives the exact expectation of this loop on a
       ``DriftingQuadratic``; ``tests/optim/test_momentum_tracking.py`` checks the loop against
       it (exactly without noise, by a z-test with noise) and
-      ``experiments/momentum_tracking.py`` reproduces the paper's claims with it.
+      ``experiments/optim/momentum_tracking.py`` reproduces the paper's claims with it.
 
     References:
       S. Sahu, C. J. Hogan, M. T. Wells, "On the Provable Suboptimality of Momentum SGD in
@@ -482,7 +480,7 @@ def tracking_error_decomposition(method: str, eta, beta, hessian_eigs, sigma, dr
       A :class:`TrackingDecomposition` (``inf`` parts when the iteration is unstable).
 
     Theory:
-      ``experiments/momentum_tracking.py`` checks it against the Monte Carlo time average of
+      ``experiments/optim/momentum_tracking.py`` checks it against the Monte Carlo time average of
       :func:`tracking_run` (claim ``closed_form_matches_simulation``) and the tests check it
       against independent closed forms (scalar AR(1) for SGD, the AR(2) variance formula for
       heavy ball's noise part) and a NumPy power series.

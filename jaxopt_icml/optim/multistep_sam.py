@@ -341,7 +341,7 @@ def multistep_sam(
       experiment's 2-D problem) ``K = 10`` still has a smaller gap than ``K = 1`` (median
       ratio 0.78 cold, 0.90 warm, 5 seeds), since ``K = 1`` stalls at a biased point rather
       than converging slowly; at small budgets ``K = 1`` can be ahead (reported, not claimed).
-      Checked by ``experiments/multistep_sam.py`` (``CLAIMS``) and
+      Checked by ``experiments/optim/multistep_sam.py`` (``CLAIMS``) and
       ``tests/optim/test_multistep_sam.py``.
 
     References:

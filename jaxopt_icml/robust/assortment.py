@@ -44,7 +44,7 @@ those ``N`` values is exact. For KL and chi-square the outer variable is continu
 grid (``grid`` values) and then alternate ``s <- argmax_s`` dual of the best set,
 ``S <- Dinkelbach(s)`` (each alternation cannot decrease the value), ``refine`` times; the
 revenue-ordered prefixes of size ``<= K`` join the candidates. Exactness against brute force
-is an empirical claim (claim 1 of ``experiments/dro_assortment.py``).
+is an empirical claim (claim 1 of ``experiments/robust/dro_assortment.py``).
 
 Paper mapping (reconstruction; only the abstract was available): ``rho`` is the radius of the
 TV/KL/chi-square ambiguity set around the nominal MNL choice distribution (assumed: over choice
@@ -83,7 +83,6 @@ from jaxopt_icml.hyperparams import (
 )
 
 __all__ = [
-    "DIVERGENCES",
     "attractions",
     "brute_force_assortment",
     "dro_assortment",
@@ -309,7 +308,7 @@ def worst_case_distribution(p, r, rho, divergence: str = "kl", *, iters: int = 6
     section locates ``lam*`` / ``eta*`` to about ``sqrt(machine eps)`` (the dual is flat at its
     maximum), so ``D(q || p)`` may exceed ``rho`` by ~1e-8 in float64 while ``E_q r`` matches the
     dual value; for a certified feasible ``q`` solve ``D(q_s || p) = rho`` for ``s`` by
-    bisection (as ``experiments/dro_assortment.py`` does).
+    bisection (as ``experiments/robust/dro_assortment.py`` does).
     """
     _check_divergence(divergence)
     p = _float(p)

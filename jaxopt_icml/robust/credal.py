@@ -33,7 +33,7 @@ entropy ``H̲ = min_{p in Q} H(p)``, epistemic ``EU = H̄ - H̲ >= 0``.
 All functions act on the last axis and broadcast over leading axes; they are jit/vmap/grad
 friendly (``lower_entropy``'s enumeration table is static NumPy).
 
-Theory: claim ``solver_*`` of ``experiments/credro.py`` and ``tests/robust/test_credro.py``
+Theory: claim ``solver_*`` of ``experiments/robust/credro.py`` and ``tests/robust/test_credro.py``
 (water-filling vs SLSQP and a NumPy mirror descent; exhaustive vertices vs a NumPy brute force).
 
 References:
@@ -58,9 +58,7 @@ from jaxopt_icml.hyperparams import check_static_int
 
 __all__ = [
     "CredalUncertainty",
-    "MAX_EXACT_CLASSES",
     "credal_uncertainty",
-    "entropy",
     "eu_au",
     "greedy_lower_entropy",
     "intervals",

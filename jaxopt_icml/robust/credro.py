@@ -79,7 +79,6 @@ __all__ = [
     "bootstrap_counts",
     "chi2_divergence",
     "credal_ensemble",
-    "cross_entropy",
     "deep_ensemble",
     "dro_loss",
     "dro_weights",
@@ -395,7 +394,7 @@ def credal_ensemble(optimizer: optax.GradientTransformation,
     inferred (module docstring).
 
     Theory: claim ``reduction_*`` (all levels ERM == :func:`deep_ensemble` bitwise) and the
-    shift / selective-classification claims of ``experiments/credro.py``.
+    shift / selective-classification claims of ``experiments/robust/credro.py``.
     """
     _check_optimizer(optimizer)
     kind = check_choice("kind", kind, KINDS)

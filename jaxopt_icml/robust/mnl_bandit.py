@@ -31,7 +31,7 @@ Baselines (same interface and the same online Newton step; they target the NOMIN
 design matrix of the offered items, as in both papers.
 
 Paper mapping: the paper's estimator and confidence terms are not known (abstract only); this is
-the standard MLE plug-in. Theory: claim 4 of ``experiments/dro_assortment.py`` (the robust
+the standard MLE plug-in. Theory: claim 4 of ``experiments/robust/dro_assortment.py`` (the robust
 revenue gap of the plug-in assortment against ``n``).
 
 References:
@@ -452,7 +452,7 @@ def mnl_ucb_bandit(alpha: float = 1.0, *, cap: int | None = None, reg: float = 1
         (the eigenvalues of ``V^{-1} G`` were 0.10-0.14 after 1000 rounds on the experiment's
         environment), so ``alpha = 1`` is a bonus of ``sqrt(kbar) ~ 0.35`` standard
         deviations of the estimate, a moderate optimism that still explores when contexts are not
-        diverse. On the environment of ``experiments/dro_assortment.py`` (``N = 10``,
+        diverse. On the environment of ``experiments/robust/dro_assortment.py`` (``N = 10``,
         ``d = 5``, i.i.d. Gaussian features, which explore for free) smaller widths did
         better: cumulative nominal regret over 1000 rounds (8 seeds) 0.39, 0.39, 0.69, 1.20,
         2.73 for ``alpha = 0, 0.25, 0.5, 1, 2`` (measured before the sampling key moved to

@@ -70,7 +70,6 @@ __all__ = [
     "dro_objective",
     "dro_radius",
     "nodewise_problem",
-    "preprocess",
     "radius_samples",
     "spectral_prox",
 ]
@@ -238,7 +237,7 @@ def dro_radius(X, key, alpha=0.05, num_sims: int = 1000, *, batch_size: int = 10
 
     Theory: re-derived in NumPy from the definition in
     ``tests/robust/test_dr_nodewise_clustering.py``; insensitivity to ``alpha`` is claim 4 of
-    ``experiments/dr_nodewise_clustering.py``.
+    ``experiments/robust/dr_nodewise_clustering.py``.
     """
     try:  # validate whenever concrete (scalar or array of levels)
         a = np.asarray(alpha, dtype=float)

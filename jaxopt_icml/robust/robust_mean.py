@@ -51,7 +51,6 @@ from jaxopt_icml.hyperparams import (
 __all__ = [
     "AggregateState",
     "FilterResult",
-    "METHODS",
     "aggregate",
     "aggregate_tree",
     "filter_mean",
@@ -403,7 +402,7 @@ def aggregate(eps=0.0, method: str = "filter", *, rounds: int = 10, thresh=3.0,
     them).
 
     Theory: robust GD with this filter reaches ``O(sigma sqrt(eps))`` error in the spec's
-    claims 3-4 (``experiments/robust_sim.py``).
+    claims 3-4 (``experiments/robust/robust_sim.py``).
     """
     method = check_choice("method", method, METHODS)
     _check_filter_args(eps, rounds, thresh, drop_frac, max_frac, power_iters)

@@ -56,16 +56,11 @@ from jaxopt_icml.hyperparams import (
 from jaxopt_icml.robust import robust_mean as rm
 
 __all__ = [
-    "LINKS",
-    "Link",
     "RobustGDState",
     "SIMData",
     "SpectralInit",
     "esc_constant",
-    "gauss_hermite",
-    "get_link",
     "hessian_2d",
-    "make_data",
     "min_eig_2d",
     "per_example_grads",
     "population_hessian",
@@ -507,7 +502,7 @@ def robust_gd(link="gelu", learning_rate=1.5, *, eps=0.0, method: str = "filter"
     hyperparameters). Full-batch gradients at every step (the paper's analysis may split
     samples across steps; we reuse them, as the spec's prototype did).
 
-    Theory: claims 3-4 of ``experiments/robust_sim.py``: final error
+    Theory: claims 3-4 of ``experiments/robust/robust_sim.py``: final error
     ``<= 2 (sigma sqrt(eps) + sigma sqrt(d/n))``, vanilla GD ``>= 5x`` worse, error slope in
     ``eps`` about 1/2.
     """

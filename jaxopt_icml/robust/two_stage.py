@@ -277,7 +277,7 @@ def l_shaped(prob: TwoStageLP, Wb, alpha, *, num_iters: int = 20, master_tol: fl
     paper uses one cut per scenario or aggregated cuts per resample was not visible, we use
     one per scenario (``N`` cuts per iteration). Theory: the final value matches HiGHS on the
     extensive form within 5e-6 (relative) in ``tests/robust/test_apub.py``; the claim
-    ``lshaped_bounds_meet`` of ``experiments/apub.py`` checks that the bounds meet.
+    ``lshaped_bounds_meet`` of ``experiments/robust/apub.py`` checks that the bounds meet.
     """
     if isinstance(num_iters, bool) or not isinstance(num_iters, int) or num_iters < 1:
         raise ValueError(f"num_iters must be a positive int, got {num_iters!r}")

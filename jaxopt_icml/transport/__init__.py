@@ -1,71 +1,7 @@
 """Optimal transport: new methods built on ott-jax geometries, problems and solvers."""
 
-from jaxopt_icml.transport.orbits import (
-    OrbitPartition,
-    orbit_partition,
-    trivial_partition,
-)
-from jaxopt_icml.transport.safe_kl import (
-    SemiDualOT,
-    SemiDualState,
-    log_mean_exp,
-    lse_dro_loss,
-    safe_conjugate,
-    safe_kl_dro_loss,
-    safe_kl_dro_value,
-    safe_log_mean_exp,
-    safe_logpartition,
-    safe_tilt,
-    semidual_ot_safe,
-    semidual_value,
-    sqeuclidean,
-)
-from jaxopt_icml.transport.symmetric import (
-    ReducedOT,
-    SymmetricOTOutput,
-    SymmetricSinkhornState,
-    TransportSimplexOutput,
-    lift_entropic_plan,
-    lift_linear_plan,
-    lift_potentials,
-    lifted_reg_ot_cost,
-    reduce_entropic,
-    reduce_linear,
-    solve_reduced,
-    symmetric_entropic_ot,
-    symmetric_sinkhorn,
-    transport_simplex,
-)
+from jaxopt_icml import catalog
 
-__all__ = [
-    "OrbitPartition",
-    "ReducedOT",
-    "SemiDualOT",
-    "SemiDualState",
-    "SymmetricOTOutput",
-    "SymmetricSinkhornState",
-    "TransportSimplexOutput",
-    "lift_entropic_plan",
-    "lift_linear_plan",
-    "lift_potentials",
-    "lifted_reg_ot_cost",
-    "log_mean_exp",
-    "lse_dro_loss",
-    "orbit_partition",
-    "reduce_entropic",
-    "reduce_linear",
-    "safe_conjugate",
-    "safe_kl_dro_loss",
-    "safe_kl_dro_value",
-    "safe_log_mean_exp",
-    "safe_logpartition",
-    "safe_tilt",
-    "semidual_ot_safe",
-    "semidual_value",
-    "solve_reduced",
-    "sqeuclidean",
-    "symmetric_entropic_ot",
-    "symmetric_sinkhorn",
-    "transport_simplex",
-    "trivial_partition",
-]
+# The public names of every paper registered in catalog.json for this family (each module's
+# __all__); a new paper's names appear here with no edit to this file.
+__all__ = catalog.export_family(globals())

@@ -199,7 +199,7 @@ def safe_log_mean_exp(phi, cap, weights=None, *, return_c: bool = False):
     divergence at ``phi``.
 
     Theory: ``F_M <= F``, nondecreasing in ``M``, ``= F`` once ``M >= max tilt`` (claim
-    ``identity_*`` of ``experiments/safe_kl_logsumexp.py``).
+    ``identity_*`` of ``experiments/transport/safe_kl_logsumexp.py``).
     """
     check_bool("return_c", return_c)
     cap = _check_cap(cap)
@@ -256,8 +256,8 @@ def safe_kl_dro_loss(per_example_losses, c, lam=1.0, cap=1e3):
     Paper mapping: ``lam F_eps(l(theta)/lam)`` with the Safe-KL log-partition, ``eps = 1/cap``.
 
     Theory: unbiasedness and the DRO comparison are claims ``unbiased_*`` and ``dro_*`` of
-    ``experiments/safe_kl_logsumexp.py``. ``F_M`` is a lower bound: evaluate trained models
-    with :func:`lse_dro_loss` on the full data.
+    ``experiments/transport/safe_kl_logsumexp.py``. ``F_M`` is a lower bound: evaluate trained
+    models with :func:`lse_dro_loss` on the full data.
     """
     check_float("lam", lam, allow_schedule=False)
     cap = _check_cap(cap)
@@ -413,8 +413,8 @@ def semidual_ot_safe(learning_rate=0.01, *, eps: float = 0.1, cap: float = 1e3,
     marginal-weight preconditioning and Polyak averaging chosen here (not from the paper).
 
     Theory: ``max Phi`` equals the entropic OT cost once ``M >= 1/min_j b_j`` (then
-    ``F_M = F`` on every row); claim ``ot_*`` of ``experiments/safe_kl_logsumexp.py`` compares
-    the averaged iterate with ott-jax's Sinkhorn.
+    ``F_M = F`` on every row); claim ``ot_*`` of ``experiments/transport/safe_kl_logsumexp.py``
+    compares the averaged iterate with ott-jax's Sinkhorn.
 
     References: Gladin, Kroshnin, Zhu, Dvurechensky, ICML 2026, arXiv 2509.24894; Genevay et
     al. 2016.

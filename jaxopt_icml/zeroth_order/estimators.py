@@ -63,7 +63,6 @@ from jaxopt_icml.hyperparams import check_bool, check_choice, check_float, check
 from jaxopt_icml.hyperparams import compute_dtype as _leaf_compute_dtype
 
 __all__ = [
-    "DISTRIBUTIONS",
     "Estimator",
     "central_difference_estimator",
     "central_differences",

@@ -191,7 +191,7 @@ def romberg_zoge(radius=1e-2, *, levels: int = 1, num_directions: int = 1,
     Theory:
       Bias :math:`O(r^{2R+2})` (fitted slopes 2, 4, 6 for :math:`R = 0, 1, 2`), leading variance
       equal to the two-point estimator's (ratio :math:`1 + O(r^2)` with paired directions), and
-      noise amplification :math:`A_R`: ``experiments/romberg_zoge.py`` and
+      noise amplification :math:`A_R`: ``experiments/zeroth_order/romberg_zoge.py`` and
       ``tests/zeroth_order/test_romberg_zoge.py``.
 
     References:

@@ -61,8 +61,6 @@ __all__ = [
     "entk",
     "jacobian_matrix",
     "kernel_error_second_moment",
-    "mlp_apply",
-    "mlp_init",
     "one_step_output_change",
     "projected_kernel",
     "zo_entk",
@@ -237,7 +235,7 @@ def zo_entk(apply_fn: Callable, params: PyTree, x_o, x_u, key: jax.Array,
       Unbiasedness and the exact second moment (Monte Carlo, ``tests/zeroth_order/
       test_zo_entk.py``); the normalised error scales as :math:`P^{-1/2}`, is independent of the
       width (hence of :math:`d`) and, relative to :math:`\|K\|_F`, grows as :math:`V^{1/2}`
-      (``experiments/zo_entk.py``).
+      (``experiments/zeroth_order/zo_entk.py``).
     """
     f_o, f_u = zo_tangent_features(apply_fn, params, (x_o, x_u), key, num_perturbations,
                                    distribution=distribution, chunk_size=chunk_size)
@@ -412,7 +410,7 @@ def zo_sgd(learning_rate=1e-3, *, eps=1e-3, num_perturbations: int = 1,
     Theory:
       The actual one-step output change matches :math:`-\eta\hat K\nabla_f\ell` to relative
       error :math:`O(\eta) + O(\epsilon^2)` (claim ``one_step_zo_rel_error`` of
-      ``experiments/zo_entk.py``; ``tests/zeroth_order/test_zo_entk.py``).
+      ``experiments/zeroth_order/zo_entk.py``; ``tests/zeroth_order/test_zo_entk.py``).
     """
     check_float("learning_rate", learning_rate)
     check_float("eps", eps, allow_schedule=False)

@@ -61,7 +61,7 @@ def _np_project_simplex(v, iters=200):
 
 
 # XLA:CPU's classic elemental emitters compile these small programs about 1.5 times faster than
-# its newer MLIR fusion emitters (as in experiments/dream.py)
+# its newer MLIR fusion emitters (as in experiments/distributed/dream.py)
 _FAST_COMPILE = {"xla_cpu_use_fusion_emitters": False}
 _solve = jax.jit(dr.solve_task_qp, static_argnames=("num_iters", "solver"),
                  compiler_options=_FAST_COMPILE)
@@ -331,7 +331,7 @@ def test_fedavg_scalarized_matches_numpy():
 
 
 def test_multihost_case_builds():
-    import experiments.dream as exp
+    import experiments.distributed.dream as exp
 
     make, x0, oracle, steps = exp.multihost_case(2)
     assert isinstance(make(None), base.OracleAlgorithm) and steps >= 1
@@ -343,10 +343,10 @@ def test_multihost_case_builds():
 
 @functools.lru_cache(maxsize=1)
 def _quick_results():
-    import experiments.dream as exp
-    from experiments import common
+    import experiments.distributed.dream as exp
+    from experiments import runner
 
-    return common.quick_results(exp)
+    return runner.quick_results(exp)
 
 
 @pytest.mark.claims
@@ -354,13 +354,13 @@ def test_quick_claims():
     """QUICK config, key 0 (deterministic): every claim passes. Margins: QP errors 1e-5 level
     and below (thresholds 1e-3, 1e-5, -1e-6), win fraction 8/8 (0.875), DREAM gap 0 (1e-3),
     FMGDA gap ~0.6 (0.05), speedup slope ~-0.98 (-0.5)."""
-    import experiments.dream as exp
-    from experiments import common
+    import experiments.distributed.dream as exp
+    from experiments import runner
 
     results = _quick_results()
-    common.check_quick_claims(exp, results, expected_failing=())
+    runner.check_quick_claims(exp, results, expected_failing=())
     assert not getattr(exp, "KNOWN_FAILING", ())
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)

@@ -236,13 +236,13 @@ def test_quick_claims():
     """QUICK config, key 0 (deterministic: top-k and fixed data). Margins: linear-family
     claims at 1e-15 (tolerance 1e-6), step margin 0.009, CGD below EF by 1e-3, Lyapunov
     ratios <= 0.997, gradient bound ratio 0.65, fitted rates <= 0.993 rho."""
-    import experiments.error_feedback as exp
-    from experiments import common
+    import experiments.distributed.error_feedback as exp
+    from experiments import runner
 
-    results = common.quick_results(exp)
-    common.check_quick_claims(exp, results, expected_failing=())
+    results = runner.quick_results(exp)
+    runner.check_quick_claims(exp, results, expected_failing=())
     assert not getattr(exp, "KNOWN_FAILING", ())
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)
@@ -251,7 +251,7 @@ def test_quick_claims():
 
 
 def test_benchmark_and_multihost_case_smoke():
-    import experiments.error_feedback as exp
+    import experiments.distributed.error_feedback as exp
 
     out = exp.benchmark(dim=1000, num_workers=NW, repeats=2, inner=2)
     assert out["k"] == 10 and out["bits_sgd"] == NW * 32 * 1000

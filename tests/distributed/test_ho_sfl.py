@@ -339,11 +339,11 @@ def test_errors_name_the_argument():
 def test_quick_claims():
     """QUICK config, key 0 (fixed seeds: deterministic): exactly the claims in KNOWN_FAILING
     fail (a change in either direction is noticed); margins in the experiment's docstring."""
-    import experiments.ho_sfl as exp
-    from experiments import common
+    import experiments.distributed.ho_sfl as exp
+    from experiments import runner
 
-    results = common.quick_results(exp)
-    common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+    results = runner.quick_results(exp)
+    runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
     summary = exp.summarize(results)
     # exact accounting: d_c / P at the spec's client
     assert summary["model_update_uplink_ratio_fo_over_ho"] == (exp._d_c(exp.QUICK)

@@ -301,6 +301,6 @@ def test_errors():
 
 @pytest.mark.claims
 def test_claims_quick():
-    from experiments import common
-    from experiments import push_pull_bilevel as exp
-    common.check_quick_claims(exp, common.quick_results(exp))
+    from experiments import runner
+    from experiments.distributed import push_pull_bilevel as exp
+    runner.check_quick_claims(exp, runner.quick_results(exp))

@@ -26,10 +26,10 @@ from jaxopt_icml.testing import AlgorithmCase
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.dual_dynamic_smoothing")
+        return importlib.import_module("experiments.minimax.dual_dynamic_smoothing")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.dual_dynamic_smoothing")
+        return importlib.import_module("experiments.minimax.dual_dynamic_smoothing")
 
 
 # Imported before any test decomposes a matrix: the experiment pins OpenBLAS to one thread for
@@ -468,9 +468,9 @@ def test_claims_quick():
     LMO/SVD time 0.04-0.06, V1/PGDA step time 0.11-0.13, equal-time wins 1.0 (0.05 s) and 0.0
     (0.5 s), mu = 0 stuck fraction 0.0, V1 smoothing wins 1.0."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
     clock = "equal_time_win_fraction_long"
-    checked = common.check_quick_claims(exp, common.quick_results(exp),
+    checked = runner.check_quick_claims(exp, runner.quick_results(exp),
                                         expected_failing=exp.KNOWN_FAILING, tolerate={clock})
     assert 0.0 <= {c.name: c.value for c in checked}[clock] <= 1.0

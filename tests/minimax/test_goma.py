@@ -333,23 +333,23 @@ def test_goma_reaches_inverse_square_rate_on_small_game():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.goma")
+        return importlib.import_module("experiments.minimax.goma")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.goma")
+        return importlib.import_module("experiments.minimax.goma")
 
 
 @pytest.mark.claims
 def test_claims_quick():
-    """Every claim of experiments/goma.py at QUICK size, fixed key. Measured margins at QUICK
-    (key 0): bilinear slope -1.98 vs -1.8, ratio 12.2 vs 40; monotone slope -1.99 vs -1.8,
+    """Every claim of experiments/minimax/goma.py at QUICK size, fixed key. Measured margins at
+    QUICK (key 0): bilinear slope -1.98 vs -1.8, ratio 12.2 vs 40; monotone slope -1.99 vs -1.8,
     ratio 9.3 vs 40; EG/OGDA medians -1.52/-1.51 vs -1.75; runtime call excess 0 vs 0; budget
     fraction 1.0 vs 0.8; stochastic slope -0.94 vs -0.4; contrast 1.0 vs 0.9. The fixed key
     makes the test deterministic (no false-failure rate beyond numerical changes)."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp), expected_failing=())
+    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=())
 
 
 def test_anchor_does_not_share_the_params_buffer():

@@ -421,16 +421,16 @@ def test_admm_agrees_with_clarabel():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.irefg_sos")
+        return importlib.import_module("experiments.minimax.irefg_sos")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.irefg_sos")
+        return importlib.import_module("experiments.minimax.irefg_sos")
 
 
 @pytest.mark.claims
 def test_claims_quick():
     """Every claim at QUICK size (key 0)."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp), expected_failing=())
+    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=())

@@ -374,10 +374,10 @@ def test_distill_router_matches_scipy():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.modular_gating")
+        return importlib.import_module("experiments.minimax.modular_gating")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.modular_gating")
+        return importlib.import_module("experiments.minimax.modular_gating")
 
 
 def test_em_recovers_two_component_mixture():
@@ -438,10 +438,10 @@ def test_claims_quick():
     ``exp.KNOWN_FAILING`` (spec claim 2's per-seed 10% margin over the uniform gate), which
     must still be reported failing."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    results = common.quick_results(exp)
-    common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+    results = runner.quick_results(exp)
+    runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
     # a certified lower bound (Blahut-Arimoto on the true domains) must lie below the worst-case
     # KL that every model reached, robust gate and baselines alike
     bound = np.asarray(results["certified_bound"])

@@ -178,10 +178,10 @@ def test_seg_mean_square_recursion_matches_monte_carlo():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.stochastic_vi")
+        return importlib.import_module("experiments.minimax.stochastic_vi")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.stochastic_vi")
+        return importlib.import_module("experiments.minimax.stochastic_vi")
 
 
 def test_errors():
@@ -216,6 +216,6 @@ def test_claims_quick():
     calls slope 2.89 vs 4.5, SEG max crossing 527 vs 2e4, crossing vs linearised 0.20 vs 0.69,
     FBF ratio 1.18 vs 10, relaxed FBF calls 7440 vs 2e6, SGDA diverged fraction 1 vs 1."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp), expected_failing=())
+    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=())

@@ -287,10 +287,10 @@ def test_errors():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.cmab_policy_optimization")
+        return importlib.import_module("experiments.online.cmab_policy_optimization")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.cmab_policy_optimization")
+        return importlib.import_module("experiments.online.cmab_policy_optimization")
 
 
 @pytest.mark.claims
@@ -298,8 +298,8 @@ def test_claims_quick():
     """QUICK (key 0): every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (the tuned comparisons), which must still fail."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    results = common.quick_results(exp)
-    common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+    results = runner.quick_results(exp)
+    runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
     assert all(np.isfinite(v).all() for v in jax.tree.leaves(exp.summarize(results)))

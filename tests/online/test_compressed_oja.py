@@ -290,10 +290,10 @@ def test_errors():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.compressed_oja")
+        return importlib.import_module("experiments.online.compressed_oja")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.compressed_oja")
+        return importlib.import_module("experiments.online.compressed_oja")
 
 
 @pytest.mark.claims
@@ -307,7 +307,7 @@ def test_claims_quick():
     other keys about one QUICK run in three fails one claim (the experiment's docstring lists
     them), so this test is pinned to key 0."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp),
+    runner.check_quick_claims(exp, runner.quick_results(exp),
                               expected_failing=getattr(exp, "KNOWN_FAILING", ()))

@@ -390,10 +390,10 @@ def test_errors():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.constrained_linear_bai")
+        return importlib.import_module("experiments.online.constrained_linear_bai")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.constrained_linear_bai")
+        return importlib.import_module("experiments.online.constrained_linear_bai")
 
 
 @pytest.mark.claims
@@ -401,7 +401,7 @@ def test_claims_quick():
     """Every claim at QUICK size (fixed key 0); see the experiment's docstring for the
     measured values and KNOWN_FAILING."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
     # exactly the documented misses fail (one that starts passing is noticed too)
-    common.check_quick_claims(exp, common.quick_results(exp), expected_failing=exp.KNOWN_FAILING)
+    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=exp.KNOWN_FAILING)

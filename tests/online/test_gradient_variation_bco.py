@@ -364,10 +364,10 @@ def test_experiment_padding_runs_the_low_dimensional_problem():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.gradient_variation_bco")
+        return importlib.import_module("experiments.online.gradient_variation_bco")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.gradient_variation_bco")
+        return importlib.import_module("experiments.online.gradient_variation_bco")
 
 
 @pytest.mark.claims
@@ -375,6 +375,6 @@ def test_claims_quick():
     """Every claim at QUICK size (key 0); the documented non-reproductions (KNOWN_FAILING)
     must still fail, the others pass."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp), expected_failing=exp.KNOWN_FAILING)
+    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=exp.KNOWN_FAILING)

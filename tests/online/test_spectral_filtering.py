@@ -339,10 +339,10 @@ def test_errors():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.spectral_filtering")
+        return importlib.import_module("experiments.online.spectral_filtering")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.spectral_filtering")
+        return importlib.import_module("experiments.online.spectral_filtering")
 
 
 @pytest.mark.claims
@@ -350,9 +350,9 @@ def test_claims_quick():
     """Every claim at QUICK size (key 0) except the documented non-reproductions
     (``KNOWN_FAILING``), which must still be reported with their values."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
     # exactly the documented non-reproductions fail (one that starts passing is noticed too)
-    checked = common.check_quick_claims(exp, common.quick_results(exp),
+    checked = runner.check_quick_claims(exp, runner.quick_results(exp),
                                         expected_failing=exp.KNOWN_FAILING)
     assert all(np.isfinite(r.value) for r in checked)

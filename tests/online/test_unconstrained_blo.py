@@ -287,18 +287,18 @@ def test_errors():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.unconstrained_blo")
+        return importlib.import_module("experiments.online.unconstrained_blo")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.unconstrained_blo")
+        return importlib.import_module("experiments.online.unconstrained_blo")
 
 
 @pytest.mark.claims
 def test_claims_quick():
     """Every QUICK claim (key 0) passes except the documented KNOWN_FAILING ones."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
     # expected: KNOWN_FAILING less FULL_ONLY_FAILING (documented misses at FULL size that pass
     # at QUICK)
-    common.check_quick_claims(exp, common.quick_results(exp))
+    runner.check_quick_claims(exp, runner.quick_results(exp))

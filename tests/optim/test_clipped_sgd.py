@@ -307,27 +307,27 @@ def test_finite_sum_problems_constants():
 
 @functools.lru_cache(maxsize=1)
 def _quick_results():
-    import experiments.clipped_sgd as exp
-    from experiments import common
+    import experiments.optim.clipped_sgd as exp
+    from experiments import runner
 
-    return common.quick_results(exp)
+    return runner.quick_results(exp)
 
 
 @pytest.mark.claims
 def test_quick_claims():
     """QUICK config, key 0: every claim passes. Deterministic for the fixed key; over keys the
     QUICK claim-1 slopes hold with probability ~97% (see the experiment docstring)."""
-    import experiments.clipped_sgd as exp
-    from experiments import common
+    import experiments.optim.clipped_sgd as exp
+    from experiments import runner
 
     results = _quick_results()
-    common.check_quick_claims(exp, results, expected_failing=())
+    runner.check_quick_claims(exp, results, expected_failing=())
     # SGD's run-mean error agrees with its closed form Var_N / T (median over data sets, runs
     # are heavy-tailed so only loosely) and the claimed slopes are recorded in summarize.
     summary = exp.summarize(results)
     assert 0.6 < summary["SGD measured / closed form (median)"] < 1.5
     assert summary["error slope to xhat_N/SGD"] == exp.error_slope(results, exp.SGD)
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)
@@ -337,7 +337,7 @@ def test_quick_claims():
 
 
 def test_make_problem_is_runs_first_dataset():
-    import experiments.clipped_sgd as exp
+    import experiments.optim.clipped_sgd as exp
 
     prob = exp.make_problem(exp.QUICK, jax.random.PRNGKey(0))
     assert prob.data.shape == (max(exp.QUICK.opt_ns), exp.QUICK.d)

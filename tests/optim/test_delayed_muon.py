@@ -386,7 +386,7 @@ def test_static_settings_are_keyword_only():
 def test_pipeline_shard_simulate_and_wrapper_agree():
     """The 8-stage 2BW pipeline (ppermute forward/backward, weight stashing) equals
     one_step_delay(adam, first_step="zero"), as vmap-simulated stages and as shard_map."""
-    import experiments.delayed_muon as exp
+    import experiments.optim.delayed_muon as exp
 
     key = jax.random.PRNGKey(3)
     assert exp._pipeline(exp.QUICK, key, shard=False) <= 1e-5
@@ -400,7 +400,7 @@ def test_stability_eigenvalues_match_closed_form():
     characteristic polynomials, derived by hand: sync z^2 - (1+b-a) z + b, delayed
     z^2 - (1+b) z + b + a, delayed + correction z^3 - (1+b) z^2 + (b + a(1+g)) z - a g, with
     a = eta (1 - b); extra state dimensions give zero eigenvalues."""
-    import experiments.delayed_muon as exp
+    import experiments.optim.delayed_muon as exp
 
     etas = np.array([0.3, 0.9, 1.7, 5.0])
     betas = np.array([0.0, 0.5, 0.9, 0.95])
@@ -434,14 +434,14 @@ def test_stability_eigenvalues_match_closed_form():
 def test_quick_claims():
     """QUICK config, PRNGKey(0): every claim passes. Deterministic given the key; the margins
     (and what they were at other keys) are in the claims' sources and the module docstring."""
-    import experiments.delayed_muon as exp
-    from experiments import common
+    import experiments.optim.delayed_muon as exp
+    from experiments import runner
 
-    results = common.quick_results(exp)
-    common.check_quick_claims(exp, results, expected_failing=())
+    results = runner.quick_results(exp)
+    runner.check_quick_claims(exp, results, expected_failing=())
     summary = exp.summarize(results)
     assert all(np.isfinite(v) for v in summary.values())
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)

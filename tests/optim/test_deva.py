@@ -500,10 +500,10 @@ def test_static_settings_are_keyword_only():
 
 @functools.lru_cache(maxsize=1)
 def _quick_results():
-    import experiments.deva as exp
-    from experiments import common
+    import experiments.optim.deva as exp
+    from experiments import runner
 
-    return common.quick_results(exp)
+    return runner.quick_results(exp)
 
 
 @pytest.mark.claims
@@ -511,14 +511,14 @@ def test_quick_claims():
     """QUICK config, key 0 (deterministic given the key): every claim passes except the
     documented non-reproductions ``exp.KNOWN_FAILING``, which must still be reported failing
     (a change that makes them pass or fail differently shows up here)."""
-    import experiments.deva as exp
-    from experiments import common
+    import experiments.optim.deva as exp
+    from experiments import runner
 
     results = _quick_results()
-    common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+    runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
     summary = exp.summarize(results)
     assert all(np.isfinite(v) for v in summary.values())
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)

@@ -512,15 +512,15 @@ def test_static_settings_are_keyword_only():
 
 @functools.lru_cache(maxsize=1)
 def _quick_results():
-    import experiments.harm_aware as exp
-    from experiments import common
+    import experiments.optim.harm_aware as exp
+    from experiments import runner
 
-    return common.quick_results(exp)
+    return runner.quick_results(exp)
 
 
 def test_pcgrad_baseline_resolves_a_single_conflict():
     """The experiment's PCGrad-style baseline with one sample is the halfspace projection."""
-    import experiments.harm_aware as exp
+    import experiments.optim.harm_aware as exp
 
     x, y, params, loss, stats = _softmax_setup(12, b=1)
     u = jax.grad(loss)(params)  # identity base: the step +g is an ascent, a conflict
@@ -537,15 +537,15 @@ def test_pcgrad_baseline_resolves_a_single_conflict():
 def test_quick_claims():
     """QUICK config, fixed key: every claim passes (deterministic given the key; the margins
     to the thresholds are in the experiment's docstring and the claims' sources)."""
-    import experiments.harm_aware as exp
-    from experiments import common
+    import experiments.optim.harm_aware as exp
+    from experiments import runner
 
     results = _quick_results()
-    common.check_quick_claims(exp, results, expected_failing=())
+    runner.check_quick_claims(exp, results, expected_failing=())
     summary = exp.summarize(results)
     assert summary["qp_violated_fraction_before_mean"] > 0.1  # claim 2 is not vacuous
     assert results["harm"]["SGD-momentum"].shape == (exp.QUICK.seeds, exp.QUICK.steps)
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)

@@ -241,7 +241,7 @@ def test_rounding_survives_a_gpu_compile():
     M+Adam's step compiled for an H100 keeps its rounding, one reduce-precision per bf16
     moment and one for the FP8 weights (with cast round trips, XLA:GPU removed all of
     them)."""
-    from experiments import gpu_compile
+    from experiments.tools import gpu_compile
 
     try:
         sharding = gpu_compile.gpu_sharding()
@@ -572,26 +572,26 @@ def test_formats_listed():
 
 @functools.lru_cache(maxsize=1)
 def _quick_results():
-    import experiments.m_plus_adam as exp
-    from experiments import common
+    import experiments.optim.m_plus_adam as exp
+    from experiments import runner
 
-    return common.quick_results(exp)
+    return runner.quick_results(exp)
 
 
 @pytest.mark.claims
 def test_quick_claims():
     """QUICK config, fixed key (deterministic: the margins are in the claims' sources): every
     claim passes except the documented non-reproduction, which must still fail (ratio ~1)."""
-    import experiments.m_plus_adam as exp
-    from experiments import common
+    import experiments.optim.m_plus_adam as exp
+    from experiments import runner
 
     results = _quick_results()
-    checked = common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+    checked = runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
     by_name = {c.name: c for c in checked}
     assert by_name["loss_ratio_m_plus_adam_vs_adam_fp8"].value > 0.9
     summary = exp.summarize(results)
     assert summary["storage round-trip max error (all methods)"] == 0.0
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)

@@ -396,18 +396,18 @@ def test_run_seeds_monte_carlo_matches_closed_form():
 def test_quick_claims():
     """QUICK config, key 0: every claim passes (fixed seeds: deterministic; margins in the
     claims' sources). The MC ratios also agree with the exact ones."""
-    import experiments.momentum_tracking as exp
-    from experiments import common
+    import experiments.optim.momentum_tracking as exp
+    from experiments import runner
 
-    results = common.quick_results(exp)
-    common.check_quick_claims(exp, results, expected_failing=())
+    results = runner.quick_results(exp)
+    runner.check_quick_claims(exp, results, expected_failing=())
     assert exp.exact_ratio(results, "heavy_ball", "drift|0.99", "drift") == pytest.approx(
         16.37, rel=1e-3)
     np.testing.assert_allclose(results["linear_exact"]["heavy_ball"], results["linear_theory"],
                                rtol=1e-12)
     summary = exp.summarize(results)
     assert summary["HB exact local drift exponent at 1-beta=0.001"] == pytest.approx(1.0, abs=0.02)
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)

@@ -339,11 +339,11 @@ def test_quick_claims():
     """QUICK config, fixed key: every claim passes (deterministic: no false-failure rate beyond
     the seeds being fixed; margins are in the claims' sources). The classifier carries no claim
     and is skipped here (the resume tests and the notebook run it)."""
-    import experiments.multistep_sam as exp
-    from experiments import common
+    import experiments.optim.multistep_sam as exp
+    from experiments import runner
 
     results = exp.run(exp.QUICK, jax.random.PRNGKey(0), classifier=False)
-    common.check_quick_claims(exp, results, expected_failing=())
+    runner.check_quick_claims(exp, results, expected_failing=())
     # Equal compute: K=10 gets exactly its equal-step schedule, so the last budget reproduces
     # its equal-step gap; cheaper methods run proportionally more steps.
     budgets, eq = results["equal_compute_budgets"], results["equal_compute_gap"]
@@ -353,7 +353,7 @@ def test_quick_claims():
     summary = exp.summarize(results)
     for tag in ("warm", "cold"):
         assert np.isfinite(summary[f"equal_compute_gap_ratio_K10_K1_{tag}"])
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)
@@ -363,7 +363,7 @@ def test_quick_claims():
 
 
 def test_classifier_resume_is_bitwise(tmp_path):
-    import experiments.multistep_sam as exp
+    import experiments.optim.multistep_sam as exp
 
     cfg = dataclasses.replace(exp.QUICK, seeds=2, clf_steps=150, ckpt_every=50)
     x, y = exp.two_moons(jax.random.PRNGKey(0), cfg.clf_train, cfg.clf_noise)
@@ -405,7 +405,7 @@ def test_classifier_resume_is_bitwise(tmp_path):
 def test_classifier_sharded_resume_matches_vmapped(tmp_path):
     """shard=True (seeds over the 8 simulated devices via mesh.shard_seeds) == plain vmap, also
     across a resume, whose restored state keeps the seed sharding."""
-    import experiments.multistep_sam as exp
+    import experiments.optim.multistep_sam as exp
 
     n = jax.local_device_count()
     if n < 2:

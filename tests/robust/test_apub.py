@@ -73,10 +73,10 @@ def _x64():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.apub")
+        return importlib.import_module("experiments.robust.apub")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.apub")
+        return importlib.import_module("experiments.robust.apub")
 
 
 # jitted once (eager op-by-op dispatch in x64 compiles every primitive: slow on CI's CPU)
@@ -88,9 +88,9 @@ _efron = jax.jit(apub.efron_bound)
 @functools.lru_cache(maxsize=1)
 def _quick_results():
     """The QUICK run, once per test session (the claims test and the L-shaped test share it)."""
-    from experiments import common
+    from experiments import runner
 
-    return common.quick_results(_experiment())
+    return runner.quick_results(_experiment())
 
 
 def np_ru_cvar(v, alpha, p=None):
@@ -341,6 +341,6 @@ def test_claims_quick():
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``)."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, _quick_results())
+    runner.check_quick_claims(exp, _quick_results())

@@ -483,10 +483,10 @@ def test_errors():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.credro")
+        return importlib.import_module("experiments.robust.credro")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.credro")
+        return importlib.import_module("experiments.robust.credro")
 
 
 def test_experiment_references():
@@ -541,9 +541,9 @@ def test_claims_quick():
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``), which must still fail."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp))
+    runner.check_quick_claims(exp, runner.quick_results(exp))
 
 
 # --------------------------------------------------------------------------- baselines

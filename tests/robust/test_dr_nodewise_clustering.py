@@ -52,10 +52,10 @@ _acc = jax.jit(vc.clustering_accuracy, static_argnums=2)
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.dr_nodewise_clustering")
+        return importlib.import_module("experiments.robust.dr_nodewise_clustering")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.dr_nodewise_clustering")
+        return importlib.import_module("experiments.robust.dr_nodewise_clustering")
 
 
 def _scipy_level(s, lam):
@@ -291,9 +291,9 @@ def test_claims_quick():
     QUICK: DRO beats the best fixed-lambda Lasso on 3/8 seeds (0.375 against 0.6; 4 ties,
     1 loss); FULL 8/16 (3 ties, 5 losses)."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp))
+    runner.check_quick_claims(exp, runner.quick_results(exp))
 
 
 # --------------------------------------------------------------- square-root Lasso and LRR

@@ -351,10 +351,10 @@ def test_errors():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.dro_assortment")
+        return importlib.import_module("experiments.robust.dro_assortment")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.dro_assortment")
+        return importlib.import_module("experiments.robust.dro_assortment")
 
 
 def test_experiment_primal_certificates():
@@ -378,9 +378,9 @@ def test_claims_quick():
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``)."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp))
+    runner.check_quick_claims(exp, runner.quick_results(exp))
 
 
 # --------------------------------------------------------------------------- MNL bandit baselines

@@ -454,10 +454,10 @@ def test_errors():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.robust_sim")
+        return importlib.import_module("experiments.robust.robust_sim")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.robust_sim")
+        return importlib.import_module("experiments.robust.robust_sim")
 
 
 @pytest.mark.claims
@@ -465,6 +465,6 @@ def test_claims_quick():
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``), which must still fail."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp))
+    runner.check_quick_claims(exp, runner.quick_results(exp))

@@ -280,10 +280,10 @@ def test_errors():
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.safe_kl_logsumexp")
+        return importlib.import_module("experiments.transport.safe_kl_logsumexp")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.safe_kl_logsumexp")
+        return importlib.import_module("experiments.transport.safe_kl_logsumexp")
 
 
 def test_experiment_bisection_and_step_fns():
@@ -308,6 +308,6 @@ def test_claims_quick():
     must still fail (a change in either direction shows here). Measured at QUICK: Safe-KL
     gradient error 2.69% vs 2%, Adam exponential dual failing on 0 of 8 seeds."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    common.check_quick_claims(exp, common.quick_results(exp))
+    runner.check_quick_claims(exp, runner.quick_results(exp))

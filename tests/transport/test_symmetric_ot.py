@@ -26,10 +26,10 @@ from jaxopt_icml.transport import symmetric as sym
 
 def _experiment():
     try:
-        return importlib.import_module("experiments.symmetric_ot")
+        return importlib.import_module("experiments.transport.symmetric_ot")
     except ModuleNotFoundError:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.symmetric_ot")
+        return importlib.import_module("experiments.transport.symmetric_ot")
 
 
 def _rings(L=12, R=3, Rp=2, seed=0):
@@ -382,10 +382,10 @@ def test_claims_quick():
     no reduction (pq/nm = 1, KNOWN_FAILING), time ratio incl. detection 0.49 vs 0.2 (timing,
     KNOWN_FAILING)."""
     exp = _experiment()
-    from experiments import common
+    from experiments import runner
 
-    results = common.quick_results(exp)
-    checked = common.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING,
+    results = runner.quick_results(exp)
+    checked = runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING,
                                         tolerate=_TIMING)
     failed = {r.name for r in checked if not r.passed}
     assert "noise_round_tol_1e-2_reduction" in failed  # documented non-reproduction

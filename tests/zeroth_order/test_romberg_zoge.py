@@ -396,10 +396,10 @@ def test_rejects_bad_arguments(call, name):
 
 @functools.lru_cache(maxsize=1)
 def _quick_results():
-    import experiments.romberg_zoge as exp
-    from experiments import common
+    import experiments.zeroth_order.romberg_zoge as exp
+    from experiments import runner
 
-    return common.quick_results(exp)
+    return runner.quick_results(exp)
 
 
 @pytest.mark.claims
@@ -407,11 +407,11 @@ def test_quick_claims():
     """QUICK config, key 0: every claim passes (fixed seeds: deterministic). Margins: slopes
     within 0.05 of 2R+2 (tolerances 0.2-0.5), variance ratios 1 + 2e-7 (tolerance 0.02),
     sum w^2 inflation within 0.3% (5%), noise within 0.4% (1.5%), ZO-SGD 16/16 seeds (12)."""
-    import experiments.romberg_zoge as exp
-    from experiments import common
+    import experiments.zeroth_order.romberg_zoge as exp
+    from experiments import runner
 
     results = _quick_results()
-    common.check_quick_claims(exp, results, expected_failing=())
+    runner.check_quick_claims(exp, results, expected_failing=())
     assert not getattr(exp, "KNOWN_FAILING", {})
     summary = exp.summarize(results)
     # the two-point trace covariance is (d - 1) |grad f|^2 (sphere, r -> 0): 20000 draws per
@@ -419,7 +419,7 @@ def test_quick_claims():
     assert summary["two_point_trace_cov_over_(d-1)|grad|^2"] == pytest.approx(1.0, abs=0.015)
     for lv in range(3):
         assert summary[f"bias_over_leading_term_median/R={lv}"] == pytest.approx(1.0, abs=0.05)
-    common.use_agg()
+    runner.use_agg()
     import matplotlib.pyplot as plt
 
     figs = exp.plot(results, exp.QUICK)
@@ -429,7 +429,7 @@ def test_quick_claims():
 
 
 def test_benchmark_smoke():
-    import experiments.romberg_zoge as exp
+    import experiments.zeroth_order.romberg_zoge as exp
 
     out = exp.benchmark(dim=256, repeats=2, inner=2)
     assert out["evaluations"] == 6 and out["dim"] == 256

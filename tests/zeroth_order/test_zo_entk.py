@@ -352,12 +352,12 @@ def test_rejects_bad_arguments(call, name):
 
 @functools.lru_cache(maxsize=1)
 def _quick_results():
-    import experiments.zo_entk as exp
+    import experiments.zeroth_order.zo_entk as exp
 
     with jax.enable_x64(False):  # as `python -m experiments run zo_entk --quick` runs it
-        from experiments import common
+        from experiments import runner
 
-        return common.quick_results(exp)
+        return runner.quick_results(exp)
 
 
 @pytest.mark.claims
@@ -365,11 +365,11 @@ def test_quick_claims():
     """QUICK config, key 0 (fixed seeds: deterministic). Every claim passes; margins are in the
     experiment's docstring (keys 0-2: slopes within 0.013 of -1/2, width spread at most 6%,
     variance identity within 2%, one-step slopes within 5e-4 of 1)."""
-    import experiments.zo_entk as exp
-    from experiments import common
+    import experiments.zeroth_order.zo_entk as exp
+    from experiments import runner
 
     results = _quick_results()
-    common.check_quick_claims(exp, results)
+    runner.check_quick_claims(exp, results)
     summary = exp.summarize(results)
     # the ZO step is NOT explained by the exact eNTK (K_hat != K at P = 16)
     assert min(summary["one-step rel error median/ZO-SGD P=16 vs eNTK"]) > 0.5

@@ -1,0 +1,3 @@
+"""Experiments of the decision family (decision-focused and combinatorial optimization).
+
+One module per paper, named after its slug."""

@@ -1,0 +1,3 @@
+"""Experiments of the online family (bandits, online learning and streaming).
+
+One module per paper, named after its slug."""

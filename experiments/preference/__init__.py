@@ -1,0 +1,3 @@
+"""Experiments of the preference family (preference learning).
+
+One module per paper, named after its slug."""

@@ -1,0 +1,90 @@
+"""The shared experiment runner, one module per concern; import it as ``from experiments import
+runner`` and use the names below.
+
+* :mod:`~experiments.runner.loading`: where a paper's experiment, notebook and test live;
+  :func:`load` imports an experiment module by slug.
+* :mod:`~experiments.runner.configs`: :func:`with_seeds`, :func:`config_dict`.
+* :mod:`~experiments.runner.seeds`: :func:`seed_keys` (the one seeds-to-keys helper),
+  :func:`seeded_program` (jit or shard a seed-vmapped function).
+* :mod:`~experiments.runner.loop`: :func:`progress` bars and :func:`checkpointed_loop` (orbax
+  checkpoints after every chunk, exact ``--resume``).
+* :mod:`~experiments.runner.records`: JSON, versions, devices, the QUICK records the notebooks
+  leave for the claims tests (:func:`record_claims`, :func:`quick_results`), :func:`describe`.
+* :mod:`~experiments.runner.claims`: :func:`check_quick_claims` (the per-paper claims test) and
+  :func:`claim_values` (the claims' lines of a summary).
+* :mod:`~experiments.runner.plotting`: :func:`use_agg`, :func:`band_plot`,
+  :func:`save_figures`.
+"""
+
+from experiments.runner.claims import check_quick_claims, claim_values
+from experiments.runner.configs import config_dict, with_seeds
+from experiments.runner.loading import (
+    EXPERIMENT_INTERFACE,
+    UnknownExperiment,
+    available_slugs,
+    experiment_module,
+    experiment_path,
+    load,
+    notebook_path,
+    repo_root,
+    test_path,
+)
+from experiments.runner.loop import (
+    CHECKPOINT_CONFIG,
+    check_checkpoint_config,
+    checkpointed_loop,
+    progress,
+)
+from experiments.runner.plotting import band_plot, save_figures, use_agg
+from experiments.runner.records import (
+    RECORD_ENV,
+    REUSE_ENV,
+    describe,
+    devices,
+    fast_cpu_compile_options,
+    quick_results,
+    record_claims,
+    source_fingerprint,
+    to_jsonable,
+    versions,
+    write_json,
+)
+from experiments.runner.seeds import rbg_key, seed_keys, seed_of, seeded_program
+
+__all__ = [
+    "CHECKPOINT_CONFIG",
+    "EXPERIMENT_INTERFACE",
+    "RECORD_ENV",
+    "REUSE_ENV",
+    "UnknownExperiment",
+    "available_slugs",
+    "band_plot",
+    "check_checkpoint_config",
+    "check_quick_claims",
+    "checkpointed_loop",
+    "claim_values",
+    "config_dict",
+    "describe",
+    "devices",
+    "experiment_module",
+    "experiment_path",
+    "fast_cpu_compile_options",
+    "load",
+    "notebook_path",
+    "progress",
+    "quick_results",
+    "rbg_key",
+    "record_claims",
+    "repo_root",
+    "save_figures",
+    "seed_keys",
+    "seed_of",
+    "seeded_program",
+    "source_fingerprint",
+    "test_path",
+    "to_jsonable",
+    "use_agg",
+    "versions",
+    "with_seeds",
+    "write_json",
+]

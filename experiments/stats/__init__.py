@@ -1,0 +1,3 @@
+"""Experiments of the stats family (learning theory checked by simulation).
+
+One module per paper, named after its slug."""

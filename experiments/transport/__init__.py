@@ -1,0 +1,3 @@
+"""Experiments of the transport family (optimal transport).
+
+One module per paper, named after its slug."""

@@ -1,0 +1,3 @@
+"""Experiments of the zeroth_order family (zeroth-order estimators and loops).
+
+One module per paper, named after its slug."""
