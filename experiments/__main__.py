@@ -9,6 +9,7 @@ Commands::
                                  (default DIR: runs/<slug>, or runs/<slug>-quick)
     catalog [--claims] [--json]  what exists for each paper (code, tests, experiment, notebook,
                                  claims), derived from the repository
+    papers [--check]             regenerate README.md's table of papers from the catalog
     notebooks [--check] [slug ...]
                                  regenerate colab/<slug>.ipynb, or check they are up to date
     bench ...                    benchmarks (experiments/tools/bench.py)
@@ -177,6 +178,8 @@ COMMANDS: dict[str, Command] = {
                            "what exists for each paper: code, tests, experiment, notebook, claims"),
     "notebooks": from_module("experiments.tools.notebooks",
                              "regenerate the Colab notebooks, or --check they are up to date"),
+    "papers": from_module("experiments.tools.papers_table",
+                          "regenerate the README's table of papers, or --check it"),
     "bench": from_module("experiments.tools.bench", "benchmarks against existing implementations"),
     "gpu-compile": from_module("experiments.tools.gpu_compile",
                                "compile the optimizer benchmarks for an H100 without a GPU "
