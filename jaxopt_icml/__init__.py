@@ -13,7 +13,7 @@ FAMILIES = (
     "generative", "decision", "preference", "training", "stats", "systems",
 )
 _CORE = ("base", "theory", "problems", "mesh", "checkpoint", "catalog", "testing", "models",
-         "hyperparams")
+         "hyperparams", "projections")
 
 
 def __getattr__(name):

@@ -1,6 +1,7 @@
 """Shared helpers for hyperparameters: validation of floats and schedules, and compute dtypes.
 
-Every algorithm validates its hyperparameters eagerly and the same way (CONVENTIONS section 3):
+Every algorithm validates its hyperparameters eagerly and the same way (CONTRIBUTING.md,
+section 1):
 
 * a float (or an optax schedule) is checked when it is concrete, with a ``ValueError`` that names
   the argument, the value and the allowed range; tracers (``optax.inject_hyperparams``, ``jit``)

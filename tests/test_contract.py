@@ -1,4 +1,4 @@
-"""The property matrix (CONVENTIONS section 6) over every registered algorithm.
+"""The property matrix (CONTRIBUTING.md section 5) over every registered algorithm.
 
 Cases come from the ``CONTRACT_CASES`` tuple of each per-paper test module the catalog lists
 (:func:`contract_modules`), plus self-test cases defined here: optax's own transforms (the

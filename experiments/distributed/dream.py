@@ -413,8 +413,7 @@ def summarize(results) -> dict:
                                               f"{fit.ci_high:.3f}]"
     for n, r in rounds_to_tolerance(results).items():
         out[f"rounds to gap^2 <= tol, {n} (-1: never)"] = r.tolist()
-    for rr in theory.check(CLAIMS, results):
-        out[f"claim {rr.name}"] = rr.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

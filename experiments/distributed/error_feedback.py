@@ -85,6 +85,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from experiments import runner
 from jaxopt_icml import base, theory
 from jaxopt_icml.distributed import compressors
 from jaxopt_icml.distributed.error_feedback import (
@@ -269,7 +270,7 @@ def _program(method: str, n: int, k: int, eta: float, delta: float, num_steps: i
         v0 = lyapunov_ef(x0 - oracle.x_opt[0], jnp.zeros((n, x0.shape[0]), x0.dtype), delta)
         return {"V": jnp.concatenate([v0[None], tr["V"]])}
 
-    return jax.jit(jax.vmap(one))
+    return runner.seeded_program(jax.vmap(one), (0, 0))
 
 
 def _stack(problems):
@@ -281,7 +282,7 @@ def ridge_runs(cfg: Config, key) -> dict:
     count: Lyapunov traces ``(seeds, steps + 1)`` and the rate ``rho`` per seed."""
     delta = cfg.k / cfg.dim
     out = {}
-    keys = jax.random.split(key, cfg.seeds)
+    keys = runner.seed_keys(key, cfg.seeds)
     for method, common, counts in (("ef21", False, cfg.agent_counts),
                                    ("ef", True, cfg.ef_agent_counts)):
         for n in counts:
@@ -296,7 +297,7 @@ def ridge_runs(cfg: Config, key) -> dict:
             with jax.enable_x64(True):
                 oracle = _stack([p[0] for p in probs])
                 res = _program(method, n, cfg.k, eta, delta, cfg.num_steps)(
-                    oracle, jax.random.split(jax.random.fold_in(key, 7 * n), cfg.seeds))
+                    oracle, runner.seed_keys(key, cfg.seeds, stream=7 * n))
                 res = jax.tree.map(np.asarray, jax.device_get(res))
             res["rho"] = tight_rate(mu, L, delta)
             res["mu"], res["L"] = mu, L

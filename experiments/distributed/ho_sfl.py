@@ -346,16 +346,12 @@ def _one_seed(cfg: Config, key, data):
 
 @functools.lru_cache(maxsize=4)
 def _program(cfg: Config, shard: bool):
-    from jaxopt_icml import mesh as mesh_lib
-
-    batched = jax.vmap(functools.partial(_one_seed, cfg))
-    if shard:
-        return mesh_lib.shard_seeds(batched, (0, 0))
-    return jax.jit(batched, compiler_options=runner.fast_cpu_compile_options())
+    return runner.seeded_program(jax.vmap(functools.partial(_one_seed, cfg)), (0, 0),
+                                 shard=shard, compiler_options=runner.fast_cpu_compile_options())
 
 
 def _seed_inputs(cfg: Config, key):
-    keys = jax.random.split(jax.random.fold_in(key, 46), cfg.seeds)
+    keys = runner.seed_keys(key, cfg.seeds, stream=46)
     data = [make_data(cfg, k) for k in keys]
     return keys, jax.tree.map(lambda *a: jnp.stack(a), *data)
 
@@ -529,24 +525,38 @@ def win_fraction_zo(results) -> float:
                          >= 3.0 * final_loss(results, _name("fo", h1))))
 
 
-def ho_width_change(results) -> float:
+def _wide_over_narrow(results, metric):
+    """HO-SFL's seed median of ``metric`` at the widest server over the narrowest."""
     h0, h1, p0 = _cfgv(results)
-    a = np.median(rounds_to_target(results, _name("ho", h0, p0)))
-    b = np.median(rounds_to_target(results, _name("ho", h1, p0)))
-    return float(abs(b / a - 1.0))
+    return (np.median(metric(results, _name("ho", h1, p0)))
+            / np.median(metric(results, _name("ho", h0, p0))))
+
+
+def _zo_over_ho_wide(results, metric) -> float:
+    """Full-model ZO's seed median of ``metric`` over HO-SFL's, at the widest server."""
+    _, h1, p0 = _cfgv(results)
+    return float(np.median(metric(results, _name("zo", h1, p0)))
+                 / np.median(metric(results, _name("ho", h1, p0))))
+
+
+def _slope_vs_p(results, metric) -> float:
+    """Log-log slope of HO-SFL's seed median of ``metric`` against P (narrow server)."""
+    h0 = results["config"]["widths"][0]
+    ps = np.asarray(results["config"]["perturbations"], np.float64)
+    med = [np.median(metric(results, _name("ho", h0, int(p)))) for p in ps]
+    return theory.fit_power_law(ps, np.asarray(med)[None]).slope
+
+
+def ho_width_change(results) -> float:
+    return float(abs(_wide_over_narrow(results, rounds_to_target) - 1.0))
 
 
 def zo_over_ho_rounds_wide(results) -> float:
-    _, h1, p0 = _cfgv(results)
-    return float(np.median(rounds_to_target(results, _name("zo", h1, p0)))
-                 / np.median(rounds_to_target(results, _name("ho", h1, p0))))
+    return _zo_over_ho_wide(results, rounds_to_target)
 
 
 def p_slope(results) -> float:
-    h0 = results["config"]["widths"][0]
-    ps = np.asarray(results["config"]["perturbations"], np.float64)
-    med = [np.median(rounds_to_target(results, _name("ho", h0, int(p)))) for p in ps]
-    return theory.fit_power_law(ps, np.asarray(med)[None]).slope
+    return _slope_vs_p(results, rounds_to_target)
 
 
 def memory_ratio(results, a, b) -> float:
@@ -556,23 +566,16 @@ def memory_ratio(results, a, b) -> float:
 
 def ho_width_loss_ratio(results) -> float:
     """HO-SFL's median final loss at the widest server over the narrowest."""
-    h0, h1, p0 = _cfgv(results)
-    return float(np.median(final_loss(results, _name("ho", h1, p0)))
-                 / np.median(final_loss(results, _name("ho", h0, p0))))
+    return float(_wide_over_narrow(results, final_loss))
 
 
 def zo_over_ho_final_loss_wide(results) -> float:
-    _, h1, p0 = _cfgv(results)
-    return float(np.median(final_loss(results, _name("zo", h1, p0)))
-                 / np.median(final_loss(results, _name("ho", h1, p0))))
+    return _zo_over_ho_wide(results, final_loss)
 
 
 def p_final_loss_slope(results) -> float:
     """Log-log slope of HO-SFL's median final loss against P (narrow server)."""
-    h0 = results["config"]["widths"][0]
-    ps = np.asarray(results["config"]["perturbations"], np.float64)
-    med = [np.median(final_loss(results, _name("ho", h0, int(p)))) for p in ps]
-    return theory.fit_power_law(ps, np.asarray(med)[None]).slope
+    return _slope_vs_p(results, final_loss)
 
 
 def memory_per_layer(results, step: str) -> float:

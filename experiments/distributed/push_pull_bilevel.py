@@ -389,7 +389,7 @@ def _one_seed(cfg: Config, prob: dict, key):
 
 @functools.lru_cache(maxsize=8)
 def _program(cfg: Config):
-    return jax.jit(jax.vmap(functools.partial(_one_seed, cfg)))  # over (problems, keys)
+    return runner.seeded_program(jax.vmap(functools.partial(_one_seed, cfg)), (0, 0))
 
 
 def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = False,

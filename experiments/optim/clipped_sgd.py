@@ -84,7 +84,6 @@ import numpy as np
 import optax
 
 from experiments import runner
-from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml import theory
 from jaxopt_icml.optim.clipped_sgd import clipped_sgd, power_schedule
 from jaxopt_icml.problems.heavy_tailed import FiniteSumMean, student_t
@@ -139,9 +138,9 @@ QUICK = Config(seeds=8, scaling_ns=(10**2, 10**3, 10**4, 3 * 10**4), scaling_fac
 
 def _keys(cfg, key):
     k_scale, k_opt, k_gen = jax.random.split(key, 3)
-    return (jax.random.split(k_scale, cfg.scaling_factor * cfg.seeds),
-            jax.random.split(k_opt, cfg.seeds),
-            jax.random.split(k_gen, cfg.gen_factor * cfg.seeds))
+    return (runner.seed_keys(k_scale, cfg.scaling_factor * cfg.seeds),
+            runner.seed_keys(k_opt, cfg.seeds),
+            runner.seed_keys(k_gen, cfg.gen_factor * cfg.seeds))
 
 
 def _data(key, cfg, n):
@@ -280,8 +279,7 @@ def _programs(cfg: Config, shard: bool):
         data = jax.lax.map(lambda k: _data(k, cfg, cfg.gen_n), keys)
         return jax.vmap(lambda k, x: _gen_one(k, x, cfg))(keys, data)
 
-    wrap = (lambda f: mesh_lib.shard_seeds(f, (0,))) if shard else jax.jit
-    return wrap(scaling), wrap(opt), wrap(gen)
+    return tuple(runner.seeded_program(f, shard=shard) for f in (scaling, opt, gen))
 
 
 def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = False,

@@ -233,9 +233,12 @@ def make_methods(cfg: Config) -> dict:
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
 
 
+def _compiler_options():
+    return COMPILER_OPTIONS if jax.default_backend() == "cpu" else None
+
+
 def _jit(fn, **kwargs):
-    opts = COMPILER_OPTIONS if jax.default_backend() == "cpu" else None
-    return jax.jit(fn, compiler_options=opts, **kwargs)
+    return jax.jit(fn, compiler_options=_compiler_options(), **kwargs)
 
 
 def _modes_runner(kind, lr, beta, cfg: Config):
@@ -272,10 +275,6 @@ def _modes_runner(kind, lr, beta, cfg: Config):
         return [p] + [jax.tree.map(lambda a, j=j: a[j], pd) for j in range(2)]
 
     return init, step, params
-
-
-def _seed_map(batched, in_axes, shard):
-    return mesh_lib.shard_seeds(batched, in_axes) if shard else _jit(batched)
 
 
 # --------------------------------------------------------------------------- claim 1
@@ -458,7 +457,7 @@ def _least_squares(cfg: Config, key):
     k_adam, k_muon = jax.random.split(key)
     for kind, lrs, betas, k in (("adam", cfg.ls_adam_lrs, cfg.ls_adam_b1s, k_adam),
                                 ("muon", cfg.ls_muon_lrs, cfg.ls_muon_betas, k_muon)):
-        keys = jax.random.split(k, cfg.ls_seeds)
+        keys = runner.seed_keys(k, cfg.ls_seeds)
         tr = _ls_program(cfg, kind)(jnp.asarray(lrs), jnp.asarray(betas), keys)
         out[kind] = np.asarray(tr)
     return out
@@ -507,12 +506,13 @@ def _mlp_program(cfg: Config, kind: str, shard: bool):
         return tr.T  # (mode, records)
 
     per_seed = lambda lrs, key: jax.vmap(one, (0, None))(lrs, key)
-    return _seed_map(jax.vmap(per_seed, (None, 0)), (None, 0), shard)
+    return runner.seeded_program(jax.vmap(per_seed, (None, 0)), (None, 0), shard=shard,
+                                 compiler_options=_compiler_options())
 
 
 def _teacher_student(cfg: Config, key, shard=False, progress=False):
     out = {}
-    keys = jax.random.split(key, cfg.seeds)  # same seeds (teachers, data) for both optimizers
+    keys = runner.seed_keys(key, cfg.seeds)  # same seeds (teachers, data) for both optimizers
     items = (("adamw", cfg.mlp_adamw_lrs), ("muon", cfg.mlp_muon_lrs))
     for kind, lrs in runner.progress(items, enabled=progress, desc="teacher-student"):
         tr = _mlp_program(cfg, kind, bool(shard))(jnp.asarray(lrs), keys)

@@ -52,10 +52,10 @@ updates by a power step and a QR.
 
 **Small model** (FULL only; no claim, reported): an MLP classifier ($16 \to 64 \to 64 \to
 4$, labels from a random teacher network) trained by Adam, Muon, SOAP (ours,
-`jaxopt_icml.optim.deva.soap`; optax 0.2.8 has none), DeVA ($\mathrm{S}_\infty$ on matrices,
-$\ell_\infty$ on biases) and signSGD, each at one fixed learning rate with a warm-up and cosine
-decay, on the same seeds. The ranking at this scale is whatever `summarize` prints; the paper's
-language-model gains are
+`jaxopt_icml.optim.deva_baselines.soap`; optax 0.2.8 has none), DeVA ($\mathrm{S}_\infty$ on
+matrices, $\ell_\infty$ on biases) and signSGD, each at one fixed learning rate with a warm-up and
+cosine decay, on the same seeds. The ranking at this scale is whatever `summarize` prints; the
+paper's language-model gains are
 not claimed here. QUICK (the CI config, and the notebook under `JAXOPT_ICML_QUICK=1`) skips it:
 it carries no claim and its compilations cost more than all claims together.
 
@@ -102,19 +102,17 @@ import numpy as np
 import optax
 
 from experiments import runner
-from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml import theory
 from jaxopt_icml.models import MLP, abstract_params, init_params, pure_apply
 from jaxopt_icml.optim.deva import (
     deva,
     deva_linf,
     deva_schatten,
-    newton_schulz,
     scale_by_deva_linf,
     scale_by_deva_schatten,
-    signum,
-    soap,
 )
+from jaxopt_icml.optim.deva_baselines import signum, soap
+from jaxopt_icml.optim.eigenbasis import newton_schulz
 
 SLUG = "deva"
 TITLE = "DeVA: decoupled variance adaptation bridging Adam and spectral descent"
@@ -172,10 +170,13 @@ FULL = Config(seeds=100, model_seeds=5, model_steps=3000)
 COMPILER_OPTIONS = {"xla_backend_optimization_level": 1}
 
 
+def _compiler_options():
+    return COMPILER_OPTIONS if jax.default_backend() == "cpu" else None
+
+
 @functools.cache
 def _jitted(fn, *static_argnums):
-    opts = COMPILER_OPTIONS if jax.default_backend() == "cpu" else None
-    return jax.jit(fn, static_argnums=static_argnums, compiler_options=opts)
+    return jax.jit(fn, static_argnums=static_argnums, compiler_options=_compiler_options())
 
 
 # --------------------------------------------------------------------------- problems
@@ -226,7 +227,7 @@ def make_problem(cfg: Config, key: jax.Array) -> dict:
 
 def _make_problem(cfg, key):
     k_h, k_x, k_m = jax.random.split(key, 3)
-    keys = jax.random.split(k_h, cfg.seeds)
+    keys = runner.seed_keys(k_h, cfg.seeds)
     block_keys = jax.vmap(lambda k: jax.random.split(k, 3))(keys).reshape(-1, *keys.shape[1:])
     # one call: per seed and block a normal 3x3 (the same rotations in both settings), and X0
     flat = jax.vmap(lambda k: jax.random.normal(k, (cfg.seeds * 81,)))(
@@ -313,12 +314,8 @@ def make_model_methods(cfg: Config) -> dict:
 
 
 def _map_seeds(fn, args, in_axes, shard):
-    batched = jax.vmap(fn, in_axes=in_axes)
-    if shard:
-        f = mesh_lib.shard_seeds(batched, in_axes)
-    else:
-        opts = COMPILER_OPTIONS if jax.default_backend() == "cpu" else None
-        f = jax.jit(batched, compiler_options=opts)
+    f = runner.seeded_program(jax.vmap(fn, in_axes=in_axes), in_axes, shard=shard,
+                              compiler_options=_compiler_options())
     return jax.device_get(f(*args))
 
 
@@ -515,7 +512,7 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
     del out_dir, resume
     k_prob, k_id, k_inv, k_tq, k_model = jax.random.split(key, 5)
     prob = make_problem(cfg, k_prob)
-    seeds = jax.random.split
+    seeds = runner.seed_keys
     if progress:
         print(f"claims 1-3: {cfg.seeds} seeds, one program", flush=True)
     # both settings per seed share the seed's X0 and minibatch keys

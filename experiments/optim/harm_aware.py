@@ -82,7 +82,6 @@ import numpy as np
 import optax
 
 from experiments import runner
-from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml import theory
 from jaxopt_icml.optim.harm_aware import (
     harm_aware,
@@ -484,7 +483,7 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
         return {"gram": _gram_identity(cfg, dr), "qp_cos": qp_cos, "qp_viol": qp_viol,
                 "train": train, "pearson": _proxy_quality(cfg, dr, traj)}
 
-    keys = jax.random.split(key, cfg.seeds)
+    keys = runner.seed_keys(key, cfg.seeds)
     for _ in runner.progress(range(1), enabled=progress, desc=SLUG):
         out = jax.device_get(_run_fn(cfg, bool(shard), per_seed)(keys))
     tr = out["train"]
@@ -501,18 +500,13 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
     }
 
 
-def _seed_map(fn, shard):
-    batched = jax.vmap(fn)
-    return mesh_lib.shard_seeds(batched, (0,)) if shard else jax.jit(batched)
-
-
 _RUN_CACHE: dict = {}
 
 
 def _run_fn(cfg, shard, per_seed):
     # compiled once per (cfg, shard) in a process (per_seed closes over cfg's cached methods)
     if (cfg, shard) not in _RUN_CACHE:
-        _RUN_CACHE[(cfg, shard)] = _seed_map(per_seed, shard)
+        _RUN_CACHE[(cfg, shard)] = runner.seeded_program(jax.vmap(per_seed), shard=shard)
     return _RUN_CACHE[(cfg, shard)]
 
 

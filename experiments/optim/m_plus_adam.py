@@ -69,7 +69,6 @@ import numpy as np
 import optax
 
 from experiments import runner
-from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml import theory
 from jaxopt_icml.optim.m_plus_adam import (
     dequantize,
@@ -156,7 +155,7 @@ def _make_problem(cfg, key):
         return {"X": x, "y": x @ w_star, "w_star": w_star, "w0": w0, "flipped": flipped,
                 "batches": batches}
 
-    return jax.vmap(one)(jax.random.split(key, cfg.seeds))
+    return jax.vmap(one)(runner.seed_keys(key, cfg.seeds))
 
 
 def describe_problem(problem) -> dict:
@@ -328,11 +327,6 @@ def _one_run(cfg, family, storage, rounding, part, prob, key, lr):
             "roundtrip_error": err, "w_final": _decode(values, scale, storage).astype(jnp.float32)}
 
 
-def _seed_map(batched, in_axes, shard):
-    """``jit(batched)``, or with ``shard`` the seed axis split over all local devices."""
-    return mesh_lib.shard_seeds(batched, in_axes) if shard else jax.jit(batched)
-
-
 @functools.lru_cache(maxsize=64)
 def _program(cfg, family, storage, rounding, part, shard):
     """One compiled program per (family, storage, rounding, part): vmapped over seeds and over
@@ -342,7 +336,8 @@ def _program(cfg, family, storage, rounding, part, shard):
         return jax.vmap(lambda lr: _one_run(cfg, family, storage, rounding, part, prob, key,
                                             lr))(lrs)
 
-    return _seed_map(jax.vmap(per_seed, in_axes=(0, 0, None)), (0, 0, None), shard)
+    return runner.seeded_program(jax.vmap(per_seed, in_axes=(0, 0, None)), (0, 0, None),
+                                 shard=shard)
 
 
 def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = False,
@@ -363,7 +358,7 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
     del out_dir, resume
     k_prob, k_run = jax.random.split(key)
     prob = make_problem(cfg, k_prob)
-    keys = jax.random.split(k_run, cfg.seeds)
+    keys = runner.seed_keys(k_run, cfg.seeds)
     methods = make_methods(cfg)
     groups: dict[tuple, list[str]] = {}
     for name, m in methods.items():
@@ -518,8 +513,7 @@ def summarize(results: dict) -> dict:
     for name in names:
         if results["part"][name] == "descent":
             out[f"non-increasing steps (min over seeds)/{name}"] = descent_fraction(results, name)
-    for c in theory.check(CLAIMS, results):
-        out[f"claim {c.name}"] = c.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

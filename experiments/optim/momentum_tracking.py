@@ -88,7 +88,6 @@ import optax
 
 from experiments import runner
 from jaxopt_icml import base, theory
-from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.optim.momentum_tracking import (
     curve_from_dynamics,
     decomposition_from_dynamics,
@@ -288,7 +287,7 @@ def _program(methods: tuple, num_steps: int, burn_in: int, grid: tuple, shard: b
         return jax.vmap(one, in_axes=(0, None, None, None, None))(keys, x0, etas, betas, problems)
 
     in_axes = (0, None, None, None, None)
-    return mesh_lib.shard_seeds(batched, in_axes) if shard else jax.jit(batched)
+    return runner.seeded_program(batched, in_axes, shard=shard)
 
 
 EXPONENT_GRID = np.geomspace(0.5, 1e-4, 41)
@@ -381,7 +380,7 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
     grid = curve_grid(cfg)
     gt = tuple(grid.tolist())
     with jax.enable_x64(True):
-        keys = base.split_keys(key, cfg.seeds)
+        keys = runner.seed_keys(key, cfg.seeds)
         prob = make_problem(cfg)
         x0 = jnp.full((cfg.dim,), cfg.x0, jnp.float64)
         v = np.asarray(linear_velocity(cfg))
@@ -654,8 +653,7 @@ def summarize(results) -> dict:
     worst = max(dev, key=lambda k: abs(dev[k]))
     out["closed form max |MC/exact - 1|"] = abs(dev[worst])
     out["closed form worst configuration"] = worst
-    for rr in theory.check(CLAIMS, results):
-        out[f"claim {rr.name}"] = rr.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -59,10 +59,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import os
-import re
-import shutil
 
 import jax
 import jax.numpy as jnp
@@ -70,8 +66,7 @@ import numpy as np
 import optax
 
 from experiments import runner
-from jaxopt_icml import checkpoint, theory
-from jaxopt_icml import mesh as mesh_lib
+from jaxopt_icml import theory
 from jaxopt_icml.models import MLP, abstract_params, init_params, pure_apply
 from jaxopt_icml.optim import multistep_sam, scale_by_multistep_sam
 
@@ -291,18 +286,9 @@ def _classifier_methods(cfg: Config) -> dict:
     return methods
 
 
-# --------------------------------------------------------------------------- seed mapping
-
-
-def _seed_map(batched, in_axes, shard):
-    """``jit(batched)``, or with ``shard`` :func:`jaxopt_icml.mesh.shard_seeds` (the seed axis
-    split over all local devices)."""
-    return mesh_lib.shard_seeds(batched, in_axes) if shard else jax.jit(batched)
-
-
 def _map_seeds(fn, keys, shard):
     """``vmap(fn)`` over the seed keys, jitted or sharded; results on the host."""
-    return jax.device_get(_seed_map(jax.vmap(fn), (0,), shard)(keys))
+    return jax.device_get(runner.seeded_program(jax.vmap(fn), shard=shard)(keys))
 
 
 def _cosine(a, b):
@@ -413,62 +399,6 @@ def _accuracy(apply, p, x, y):
     return jnp.mean(jnp.argmax(apply(p, x), -1) == y)
 
 
-CHECKPOINT_CONFIG = "config.json"
-
-
-def _checkpoint_root(out_dir):
-    return os.path.join(os.fspath(out_dir), "checkpoints")
-
-
-def _method_dir(out_dir, name):
-    return os.path.join(_checkpoint_root(out_dir), re.sub(r"[^A-Za-z0-9]+", "_", name))
-
-
-def _checkpoint_record(cfg, keys):
-    """What the checkpoints depend on: the config and the per-seed keys (from ``--key``)."""
-    keys = jax.device_get(keys)
-    if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
-        keys = jax.random.key_data(keys)
-    record = {"config": runner.config_dict(cfg), "seed_keys": np.asarray(keys).tolist()}
-    return json.loads(json.dumps(record))  # tuples -> lists, as stored
-
-
-def check_checkpoint_config(out_dir, cfg, keys, *, resume):
-    """Writes ``out_dir/checkpoints/config.json``, or checks it when resuming.
-
-    With ``resume=True`` and a stored record that differs from ``(cfg, keys)``, raises a
-    ``ValueError`` naming the differing config fields (``seed_keys``: the run's ``--key``), since
-    checkpoints of another config have other shapes or another meaning. Checkpoints without a
-    record cannot be checked and are refused as well.
-    """
-    root = _checkpoint_root(out_dir)
-    path = os.path.join(root, CHECKPOINT_CONFIG)
-    record = _checkpoint_record(cfg, keys)
-    if resume and os.path.exists(path):
-        with open(path) as f:
-            stored = json.load(f)
-        old, new = stored.get("config", {}), record["config"]
-        diff = [f"{k}: {old.get(k, '<missing>')!r} -> {new.get(k, '<missing>')!r}"
-                for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
-        if stored.get("seed_keys") != record["seed_keys"]:
-            diff.append("seed_keys: differ (another --key or number of seeds)")
-        if diff:
-            raise ValueError(
-                f"cannot resume from {root}: its checkpoints were written with another "
-                f"configuration ({'; '.join(diff)}). Rerun without --resume (the checkpoints "
-                "are then replaced) or pass another --out.")
-        return
-    if resume and os.path.isdir(root) and any(
-            checkpoint.latest_step(os.path.join(root, d)) is not None for d in os.listdir(root)
-            if os.path.isdir(os.path.join(root, d))):
-        raise ValueError(
-            f"cannot resume from {root}: its checkpoints have no {CHECKPOINT_CONFIG} recording "
-            "their configuration. Rerun without --resume or pass another --out.")
-    os.makedirs(root, exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(record, f, indent=1, sort_keys=True)
-
-
 def classifier_init(cfg, keys):
     """Initial MLP parameters for every seed (leading seed axis), shared by all methods."""
     return jax.jit(jax.vmap(
@@ -505,8 +435,8 @@ def _classifier_fns(cfg, tx, shard):
         return {"params": p, "opt_state": s, "loss": state["loss"].at[c].set(losses.mean())}
 
     axes = (0, 0, None, None, None)
-    return (_seed_map(jax.vmap(init), (0,), shard),
-            _seed_map(jax.vmap(run_chunk, in_axes=axes), axes, shard))
+    return (runner.seeded_program(jax.vmap(init), shard=shard),
+            runner.seeded_program(jax.vmap(run_chunk, in_axes=axes), axes, shard=shard))
 
 
 def train_classifier(cfg, prob, params0, keys, name, tx, *, shard=False, out_dir=None,
@@ -516,13 +446,14 @@ def train_classifier(cfg, prob, params0, keys, name, tx, *, shard=False, out_dir
     The loop is ``clf_steps / ckpt_every`` jitted chunks, each a ``lax.scan`` of ``ckpt_every``
     steps of a pure function of ``(params, opt_state)`` (``nnx.split``/``merge``). Minibatch ``t``
     is drawn with ``fold_in(seed_key, t)``, so a chunk depends only on the state and its index.
-    With ``out_dir`` the state ``{"params", "opt_state", "loss"}`` is saved after every chunk
-    under ``out_dir/checkpoints/<name>/<step>``, next to ``out_dir/checkpoints/config.json``
-    (the config and seed keys). ``resume=True`` first checks that record
-    (:func:`check_checkpoint_config`: a ``ValueError`` names the fields that differ), then
-    restores the latest checkpoint against the abstract initial state and continues, giving
-    bitwise the result of an uninterrupted run. Without ``resume`` the method's old checkpoints
-    are deleted first, so a later resume never picks up a stale step.
+    The chunks run in :func:`experiments.runner.checkpointed_loop`: with ``out_dir`` the state
+    ``{"params", "opt_state", "loss"}`` is saved after every chunk under
+    ``out_dir/checkpoints/<name>/<chunk>``, next to ``out_dir/checkpoints/config.json`` (the
+    config and seed keys, :func:`experiments.runner.check_checkpoint_config`: resuming with
+    another record raises a ``ValueError`` naming the fields that differ); ``resume=True``
+    restores the latest checkpoint against the initial state and continues, giving bitwise the
+    result of an uninterrupted run. Without ``resume`` the method's old checkpoints are deleted
+    first, so a later resume never picks up a stale chunk.
 
     Args:
       params0: initial parameters with a leading seed axis (:func:`classifier_init`).
@@ -538,28 +469,9 @@ def train_classifier(cfg, prob, params0, keys, name, tx, *, shard=False, out_dir
     num_chunks = cfg.clf_steps // chunk
     init, run_chunk = _classifier_fns(cfg, tx, bool(shard))
     x, y = prob["clf_train_x"], prob["clf_train_y"]
-    state = init(params0)
-    start = 0
-    ckdir = None if out_dir is None else _method_dir(out_dir, name)
-    if ckdir is not None:
-        check_checkpoint_config(out_dir, cfg, keys, resume=resume)
-        if not resume and os.path.isdir(ckdir):
-            shutil.rmtree(ckdir)
-    if ckdir is not None and resume:
-        last = checkpoint.latest_step(ckdir)
-        if last is not None:
-            # the target's placement (sharded over seeds with ``shard``) is kept
-            state = checkpoint.restore(ckdir, state, step=last)
-            start = last // chunk
-            if bar is not None:
-                bar.update(start)
-    for c in range(start, num_chunks):
-        state = run_chunk(state, keys, jnp.int32(c), x, y)
-        if ckdir is not None:
-            checkpoint.save(ckdir, (c + 1) * chunk, state)
-        if bar is not None:
-            bar.update(1)
-    return jax.device_get(state)
+    return runner.checkpointed_loop(
+        lambda state, c: run_chunk(state, keys, c, x, y), init(params0), num_chunks,
+        out_dir=out_dir, name=name, cfg=cfg, keys=keys, resume=resume, bar=bar)
 
 
 def _classifier(cfg, prob, keys, *, shard, progress, out_dir, resume):
@@ -608,9 +520,9 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
       ``min_phi`` (float).
     """
     k_prob, k_rec, k_inner, k_mm, k_clf = jax.random.split(key, 5)
-    seeds = lambda k: jax.random.split(k, cfg.seeds)
+    seeds = lambda k: runner.seed_keys(k, cfg.seeds)
     if classifier and out_dir is not None and resume:  # fail before any work if they do not fit
-        check_checkpoint_config(out_dir, cfg, seeds(k_clf), resume=True)
+        runner.check_checkpoint_config(out_dir, cfg, seeds(k_clf), resume=True)
     prob = make_problem(cfg, k_prob)
     methods = make_methods(cfg)
     rec = _map_seeds(lambda k: _recovery(cfg, prob, k), seeds(k_rec), shard)

@@ -178,19 +178,18 @@ def _gamma2(key, n, dtype=jnp.float32):
     return jax.random.exponential(key, (2, n), dtype).sum(0)
 
 
-def _identity(cfg, seed):
+def _identity(cfg, key):
     """Exact N=5 bootstrap law vs Monte Carlo, float64."""
     Wex, pex = apub.exact_bootstrap_law(cfg.id_n)
     with jax.enable_x64(True):
-        out = _identity_program(cfg, seed, jnp.asarray(Wex), jnp.asarray(pex))
+        keys = runner.seed_keys(key, cfg.seeds, fast=True)
+        out = _identity_program(cfg, keys, jnp.asarray(Wex), jnp.asarray(pex))
         return jax.tree.map(np.asarray, out)
 
 
 @functools.partial(jax.jit, static_argnums=(0,),
                    compiler_options=runner.fast_cpu_compile_options())
-def _identity_program(cfg, seed, Wex, pex):
-    keys = jax.random.split(runner.rbg_key(seed), cfg.seeds)
-
+def _identity_program(cfg, keys, Wex, pex):
     def one(key):
         kx, kw = jax.random.split(key)
         x = _gamma2(kx, cfg.id_n, jnp.float64)
@@ -265,12 +264,12 @@ def _newsvendor(cfg, n, reps, seed):
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2),
                    compiler_options=runner.fast_cpu_compile_options())
-def _consistency(cfg, ns, reps, seed):
+def _consistency(cfg, ns, reps, keys):
     """APUB-M values for every size in ``ns`` in ONE compiled program: the data are padded to
     ``max(ns)`` (padded demands repeat ``d_0``, so the golden-section bracket is unchanged, and
-    get bootstrap weight 0: the resample indices are drawn from the first ``n`` only)."""
+    get bootstrap weight 0: the resample indices are drawn from the first ``n`` only).
+    ``keys``: one per size and replication (size-major)."""
     n_max = max(ns)
-    key = runner.rbg_key(seed)
 
     def one(n, key):
         kd, kw = jax.random.split(key)
@@ -286,7 +285,6 @@ def _consistency(cfg, ns, reps, seed):
         return apub.newsvendor_apub_m(d, W, cfg.nv_alpha, cfg.nv_c, cfg.nv_p)[1]
 
     n_arr = jnp.repeat(jnp.asarray(ns, jnp.int32), reps)
-    keys = jax.random.split(key, len(ns) * reps)
     vals = jax.lax.map(lambda a: one(*a), (n_arr, keys), batch_size=reps)
     return vals.reshape(len(ns), reps).T
 
@@ -294,8 +292,9 @@ def _consistency(cfg, ns, reps, seed):
 # --------------------------------------------------------------------------- claim 5
 
 
-def _pm_reps(cfg, test, seed, n, boot, reps):
-    """Reweighter APUB-M and SAA on ``reps`` product-mix data sets (one vmapped program)."""
+def _pm_reps(cfg, test, keys, n, boot, reps):
+    """Reweighter APUB-M and SAA on ``reps`` product-mix data sets (one vmapped program, one
+    key each)."""
     methods = make_methods(dataclasses.replace(cfg, pm_n=n, pm_boot=boot))
     rw, opt = methods["APUB-M (reweighter)"], methods["SAA"]
     x0 = 0.5 * jnp.asarray(ts.CAPACITY)
@@ -325,7 +324,6 @@ def _pm_reps(cfg, test, seed, n, boot, reps):
                 "saa_x": xs, "saa_value": vs, "saa_true": test.expected_cost(xs),
                 "W": state.W, "hours": scen.hours, "demand": scen.demand}
 
-    keys = jax.random.split(runner.rbg_key(seed), reps)
     return jax.lax.map(one, keys, batch_size=math.gcd(reps, 32))
 
 
@@ -335,10 +333,10 @@ _pm_program = jax.jit(_pm_reps, static_argnums=(0, 3, 4, 5),
 
 @functools.partial(jax.jit, static_argnums=(0,),
                    compiler_options=runner.fast_cpu_compile_options())
-def lshaped_program(cfg, seed):
-    """L-shaped and the scenario reweighter on ``ls_reps`` small product-mix instances, in ONE
-    compiled program (float64 inside ``jax.enable_x64``): per instance the data, the
-    reweighter's bootstrap weights ``W`` and APUB-M value ``rw_value``, and L-shaped's best
+def lshaped_program(cfg, keys):
+    """L-shaped and the scenario reweighter on ``ls_reps`` small product-mix instances (one key
+    each), in ONE compiled program (float64 inside ``jax.enable_x64``): per instance the data,
+    the reweighter's bootstrap weights ``W`` and APUB-M value ``rw_value``, and L-shaped's best
     upper bound ``ls_value``, its ``ls_x`` and the lower/upper bound traces."""
     small = dataclasses.replace(cfg, pm_n=cfg.ls_n, pm_boot=cfg.ls_boot)
     rw = make_methods(small)["APUB-M (reweighter)"]
@@ -358,12 +356,12 @@ def lshaped_program(cfg, seed):
                 "ls_upper": res.upper, "master_status": res.master_status,
                 "rw_value": rw_value, "hours": hours, "demand": demand, "W": W}
 
-    return jax.vmap(one)(jax.random.split(runner.rbg_key(seed), cfg.ls_reps))
+    return jax.vmap(one)(keys)
 
 
-def _lshaped_check(cfg, seed):
+def _lshaped_check(cfg, keys):
     with jax.enable_x64(True):
-        return jax.tree.map(np.asarray, lshaped_program(cfg, seed))
+        return jax.tree.map(np.asarray, lshaped_program(cfg, keys))
 
 
 def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_dir=None,
@@ -374,19 +372,23 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     del shard, out_dir, resume
     seed = runner.seed_of(key)
     probs = make_problem(cfg, key)
-    out = {"config": dataclasses.asdict(cfg), "identity": _identity(cfg, seed)}
+    out = {"config": dataclasses.asdict(cfg), "identity": _identity(cfg, key)}
     out["coverage"] = {n: jax.tree.map(np.asarray, _coverage(cfg, n, seed + 1))
                        for n in cfg.cov_ns}
     out["newsvendor"] = jax.tree.map(np.asarray, _newsvendor(cfg, cfg.nv_n, cfg.nv_reps,
                                                              seed + 2))
     q_star, v_star = nv_true_optimum(cfg)
     # every size in one padded program (one compile instead of one per size)
-    err = np.abs(np.asarray(_consistency(cfg, tuple(cfg.cons_ns), cfg.seeds, seed + 3),
+    cons_keys = runner.seed_keys(key, len(cfg.cons_ns) * cfg.seeds, stream=3, fast=True)
+    err = np.abs(np.asarray(_consistency(cfg, tuple(cfg.cons_ns), cfg.seeds, cons_keys),
                             np.float64) - v_star)
     out["consistency"] = {"ns": np.asarray(cfg.cons_ns), "err": err,
                           "q_star": q_star, "v_star": v_star}
-    out["lshaped"] = _lshaped_check(cfg, seed + 4)
-    pm = _pm_program(cfg, probs["pm_test"], seed + 6, cfg.pm_n, cfg.pm_boot, cfg.pm_reps)
+    out["lshaped"] = _lshaped_check(cfg, runner.seed_keys(key, cfg.ls_reps, stream=4,
+                                                          fast=True))
+    pm = _pm_program(cfg, probs["pm_test"], runner.seed_keys(key, cfg.pm_reps, stream=6,
+                                                             fast=True),
+                     cfg.pm_n, cfg.pm_boot, cfg.pm_reps)
     out["product_mix"] = {k: np.asarray(v) for k, v in pm.items()
                           if k not in ("W", "hours", "demand")}
     return out
@@ -428,14 +430,20 @@ def coverage_increase(r) -> float:
     return _cov(r, max(r["coverage"]), "apub") - _cov(r, min(r["coverage"]), "apub")
 
 
-def nv_reliability_apub(r) -> float:
-    v = r["newsvendor"]
-    return float(np.mean(v["apub_true"] <= v["apub_value"]))
+def reliability(part: str, method: str):
+    """The metric ``P(true cost of x_hat <= reported value)`` of ``method`` (``"apub"`` or
+    ``"saa"``) on the replications of ``part`` (``"newsvendor"`` or ``"product_mix"``)."""
+    def metric(r) -> float:
+        v = r[part]
+        return float(np.mean(v[f"{method}_true"] <= v[f"{method}_value"]))
+
+    return metric
 
 
-def nv_reliability_saa(r) -> float:
-    v = r["newsvendor"]
-    return float(np.mean(v["saa_true"] <= v["saa_value"]))
+nv_reliability_apub = reliability("newsvendor", "apub")
+nv_reliability_saa = reliability("newsvendor", "saa")
+pm_reliability_apub = reliability("product_mix", "apub")
+pm_reliability_saa = reliability("product_mix", "saa")
 
 
 def consistency_slope(r) -> float:
@@ -453,16 +461,6 @@ def lshaped_gap(r) -> float:
 def reweighter_vs_lshaped(r) -> float:
     ls = r["lshaped"]
     return float(np.max(np.abs(ls["rw_value"] - ls["ls_value"]) / np.abs(ls["ls_value"])))
-
-
-def pm_reliability_apub(r) -> float:
-    p = r["product_mix"]
-    return float(np.mean(p["apub_true"] <= p["apub_value"]))
-
-
-def pm_reliability_saa(r) -> float:
-    p = r["product_mix"]
-    return float(np.mean(p["saa_true"] <= p["saa_value"]))
 
 
 CLAIMS = (
@@ -520,8 +518,7 @@ def summarize(results) -> dict:
         out[f"product mix {k}: mean reported value"] = float(np.mean(p[f"{k}_value"]))
         out[f"product mix {k}: mean out-of-sample cost"] = float(np.mean(p[f"{k}_true"]))
         out[f"product mix {k}: std out-of-sample cost"] = float(np.std(p[f"{k}_true"]))
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -203,12 +203,11 @@ def _make_model(cfg):
 def make_problem(cfg: Config, key) -> dict:
     """Both data sets for every seed (leading axis ``seeds``): ``shift`` (``X, y, X_id,
     X_ood``) and ``subpop`` (``X, y, X_test, y_test, rare_test``)."""
-    return _data(cfg, runner.seed_of(key))
+    return _data(cfg, runner.seed_keys(key, cfg.seeds, fast=True))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _data(cfg, seed):
-    keys = jax.random.split(runner.rbg_key(seed), cfg.seeds)
+@functools.partial(jax.jit, static_argnums=(0,))
+def _data(cfg, keys):
     return {"shift": jax.vmap(lambda k: _shift_data(cfg, jax.random.fold_in(k, 0)))(keys),
             "subpop": jax.vmap(lambda k: _subpop_data(cfg, jax.random.fold_in(k, 1)))(keys)}
 
@@ -358,14 +357,14 @@ _METHODS = (("CreDRO (CVaR levels)", "credro"),
             ("Bagging (ERM on bootstrap resamples)", "bagging"))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1),
+@functools.partial(jax.jit, static_argnums=(0,),
                    compiler_options=runner.fast_cpu_compile_options())
-def _program(cfg, seed):
-    """Data, then each ensemble trained on both problems at once (vmapped over seeds and the
-    two problems: one training loop per method), then the members' test probabilities."""
-    data = _data.__wrapped__(cfg, seed)
+def _program(cfg, data_keys, keys):
+    """Data (from ``data_keys``), then each ensemble trained on both problems at once (vmapped
+    over seeds and the two problems: one training loop per method, from ``keys``), then the
+    members' test probabilities."""
+    data = _data.__wrapped__(cfg, data_keys)
     methods = make_methods(cfg)
-    keys = jax.random.split(runner.rbg_key(seed + 1), cfg.seeds)
     sh, sp = data["shift"], data["subpop"]
     X = jnp.stack([sh["X"], sp["X"]], axis=1)  # (seeds, 2 problems, n, 2)
     y = jnp.stack([sh["y"], sp["y"]], axis=1)
@@ -424,8 +423,9 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     accepted and ignored: the program fits one device. Returns numpy arrays."""
     del shard, out_dir, resume, progress
     seed = runner.seed_of(key)
-    res = _split_scores(jax.tree.map(np.asarray, _program(cfg, seed)),
-                        int(np.argmin(cfg.levels)))
+    res = _split_scores(jax.tree.map(np.asarray, _program(
+        cfg, runner.seed_keys(key, cfg.seeds, fast=True),
+        runner.seed_keys(key, cfg.seeds, stream=1, fast=True))), int(np.argmin(cfg.levels)))
     data = res.pop("data")
     return {"solver": _solver(cfg, seed), "ens": res,
             "subpop_y": data["subpop"]["y_test"], "subpop_rare": data["subpop"]["rare_test"],
@@ -602,8 +602,7 @@ def summarize(results) -> dict:
             shift_aurocs(results, "credro", "eu") >= shift_aurocs(results, method, score)))
         out[f"subpop AUARC: CreDRO EU > {name} (seeds)"] = int(np.sum(
             subpop_auarcs(results, "credro", "eu") > subpop_auarcs(results, method, score)))
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -168,7 +168,7 @@ def make_problem(cfg: Config, key) -> dict:
     """The learning problem of claim 4: true ``theta`` (``d``), revenues (``N``), and the test
     contexts ``(test_contexts, N, d)``; claims 1-3 draw their instances inside ``run``."""
     with jax.enable_x64(True):
-        k1, k2, k3 = jax.random.split(runner.rbg_key(runner.seed_of(key) + 7), 3)
+        k1, k2, k3 = runner.seed_keys(key, 3, stream=7, fast=True)
         theta = jax.random.normal(k1, (cfg.dim,), jnp.float64)
         theta = theta / jnp.linalg.norm(theta)
         r = jax.random.uniform(k2, (cfg.n_items,), jnp.float64, 0.5, 2.0)
@@ -417,10 +417,10 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     out = {"config": dataclasses.asdict(cfg), "sample_sizes": np.asarray(cfg.sample_sizes)}
     with jax.enable_x64(True):
         theta = jnp.asarray(prob["theta"])
-        seed_keys = jax.random.split(runner.rbg_key(seed + 1), cfg.seeds)
+        mle_keys = runner.seed_keys(key, cfg.seeds, stream=1, fast=True)
         thetas = []
         for n in runner.progress(cfg.sample_sizes, enabled=progress, desc="MLE"):
-            thetas.append(_jitted("mle")(cfg, n, theta, seed_keys))
+            thetas.append(_jitted("mle")(cfg, n, theta, mle_keys))
         thetas = jnp.stack(thetas, axis=1)  # (seeds, len(ns), d)
         out["theta_err"] = np.asarray(jnp.linalg.norm(thetas - theta[None, None], axis=-1))
         for i, div in enumerate(runner.progress(DIVS, enabled=progress, desc="divergences")):
@@ -429,7 +429,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
                            thetas)
             out[div] = jax.tree.map(np.asarray, res)
         res = _jitted("bandits")(cfg, None, theta, jnp.asarray(prob["revenues"]),
-                                 jax.random.split(runner.rbg_key(seed + 20), cfg.seeds))
+                                 runner.seed_keys(key, cfg.seeds, stream=20, fast=True))
         out["bandits"] = jax.tree.map(np.asarray, res)
     return out
 
@@ -541,8 +541,7 @@ def summarize(results) -> dict:
             " (seed mean)"] = float(b["robust_regret"].sum(1).mean())
         out[f"bandit {name}: final ||theta_hat - theta|| (seed mean)"] = float(
             b["theta_err"].mean())
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -255,7 +255,8 @@ def _clean_init(cfg: Config, keys) -> np.ndarray:
         ini = sim.robust_spectral_init(data.X, data.y, 0.0, ki, link=cfg.link)
         return jnp.abs(ini.direction @ data.beta_star)
 
-    fn = jax.jit(jax.vmap(one), compiler_options=runner.fast_cpu_compile_options())
+    fn = runner.seeded_program(jax.vmap(one),
+                               compiler_options=runner.fast_cpu_compile_options())
     return np.asarray(fn(keys))
 
 
@@ -282,7 +283,8 @@ def _pipeline(cfg: Config, init_kind: str, method: str, n: int, d: int, steps: i
                          trace_fn=lambda s, st, o: jnp.linalg.norm(s.x - o.beta_star))
         return jnp.linalg.norm(b0 - data.beta_star), tr
 
-    return jax.jit(jax.vmap(one), compiler_options=runner.fast_cpu_compile_options())
+    return runner.seeded_program(jax.vmap(one),
+                                 compiler_options=runner.fast_cpu_compile_options())
 
 
 def _call(fn, keys, rows):
@@ -343,11 +345,10 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     ``shard``, ``out_dir`` and ``resume`` are accepted and ignored (short runs, one device);
     ``progress`` shows a bar over the claim-3 methods."""
     del shard, out_dir, resume
-    seed = runner.seed_of(key)
-    keys = jax.random.split(runner.rbg_key(seed), cfg.seeds)
+    keys = runner.seed_keys(key, cfg.seeds, fast=True)
     out = {"basin": _basin(cfg)}
-    out["mc"] = _mc_hessian(cfg, jax.random.fold_in(runner.rbg_key(seed), 1))
-    out["init_cos"] = _clean_init(cfg, jax.random.split(runner.rbg_key(seed + 1), cfg.seeds))
+    out["mc"] = _mc_hessian(cfg, jax.random.fold_in(runner.rbg_key(runner.seed_of(key)), 1))
+    out["init_cos"] = _clean_init(cfg, runner.seed_keys(key, cfg.seeds, stream=1, fast=True))
     out.update(_gd_runs(cfg, keys, progress))
     out["config"] = {"n": cfg.n, "d": cfg.d, "sigma": cfg.sigma, "eps_pair": cfg.eps_pair}
     return out
@@ -465,8 +466,7 @@ def summarize(results) -> dict:
         "failing signal is eps_slope_ci_low.")
     out["claim 4 median error / sigma per sigma"] = [
         float(v) for v in np.median(s["sigma_errors"], 1) / s["sigmas"]]
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -104,7 +104,6 @@ import optax
 
 from experiments import runner
 from jaxopt_icml import base, theory
-from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.zeroth_order.estimators import (
     central_differences,
     forward_difference,
@@ -347,10 +346,8 @@ def _one_seed(cfg: Config, key):
 
 @functools.lru_cache(maxsize=8)
 def _program(cfg: Config, shard: bool):
-    batched = jax.vmap(functools.partial(_one_seed, cfg))
-    if shard:
-        return mesh_lib.shard_seeds(batched, (0,))
-    return jax.jit(batched, compiler_options={"xla_backend_optimization_level": 1})
+    return runner.seeded_program(jax.vmap(functools.partial(_one_seed, cfg)), (0,), shard=shard,
+                                 compiler_options={"xla_backend_optimization_level": 1})
 
 
 def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = False,
@@ -371,7 +368,7 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
         raise ValueError(f"noise_reps ({cfg.noise_reps}) must be a multiple of seeds "
                          f"({cfg.seeds})")
     with jax.enable_x64(True):
-        keys = jax.random.split(jax.random.fold_in(key, 40), cfg.seeds)
+        keys = runner.seed_keys(key, cfg.seeds, stream=40)
         res = jax.device_get(_program(cfg, bool(shard))(keys))
     res = jax.tree.map(np.asarray, res)
     res["grids"] = {lv: np.asarray(g, np.float64) for lv, g in cfg.bias_grids}

@@ -399,7 +399,7 @@ def _programs(cfg: Config):
     opts.update(runner.fast_cpu_compile_options())
 
     def kernels(key):
-        keys = jax.random.split(jax.random.fold_in(key, SALT), cfg.seeds)
+        keys = runner.seed_keys(key, cfg.seeds, stream=SALT)
         return _map(functools.partial(_kernel_seed, cfg), keys, cfg.seed_batch)
 
     def steps(problems, keys):

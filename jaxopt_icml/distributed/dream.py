@@ -37,8 +37,8 @@ from jaxopt_icml.hyperparams import (
     compute_dtype,
 )
 
-# one sort-based simplex projection for the library (unit mass here), re-exported as DREAM's
-from jaxopt_icml.minimax.lmo import project_simplex
+# the library's one sort-based simplex projection (unit mass here), re-exported as DREAM's
+from jaxopt_icml.projections import project_simplex
 
 __all__ = [
     "DreamState",

@@ -27,21 +27,11 @@ the coupling below is derived, not copied):
     ``damp_correction=False`` and ``extrapolation = step_size`` it is anchored OGDA; with
     ``anchor="none"`` it is OGDA (``eta = gamma``); with ``extrapolation = 0`` it is the anchored
     forward (Halpern-GDA) step. ``tests/minimax/test_goma.py`` checks these identities.
-  * Step sizes: the eta/gamma sweep of ``experiments/minimax/goma.py`` (FULL config: bilinear game,
-    ``n = 100``, ``L = 1``, float64, 16 seeds, K = 4000; median over seeds of the slope of
-    ``||F(z_k)||^2`` on ``[200, 4000]``, reported by ``summarize`` as
-    ``sweep gamma=G eta/gamma=R median slope``)::
-
-        gamma \ eta/gamma    0.5                1        1.5
-        0.3/L                diverges (+1.86)   -2.05    -2.04
-        0.4/L                diverges (+17.2)   -2.04    -2.03
-        0.5/L                diverges (+56.8)   -2.03    diverges (+186)
-
-    "diverges": ``||F||^2`` grows on all 16 seeds. So ``eta/gamma = 0.5`` fails (at QUICK size,
-    1500 iterations, ``gamma = 0.3`` has not turned around yet and shows a degraded slope of
-    about ``-1.25``), ``eta/gamma`` in ``[1, 1.5]`` keeps the ``k^{-2}`` slope while
-    ``gamma + eta <= 1/L``, and ``gamma + eta = 1.25/L`` diverges. The experiment's default is
-    ``gamma = eta = 0.4/L`` (FULL: median slope ``-2.04``, seeds from ``-2.06`` to ``-1.995``).
+  * Step sizes: on the bilinear game of ``experiments/minimax/goma.py`` (``L = 1``) the
+    eta/gamma sweep (reported by ``summarize`` as ``sweep gamma=G eta/gamma=R median slope``)
+    shows that ``eta/gamma = 0.5`` diverges, ``eta/gamma`` in ``[1, 1.5]`` keeps the
+    ``k^{-2}`` slope of ``||F(z_k)||^2`` while ``gamma + eta <= 1/L``, and larger sums
+    (``gamma + eta = 1.25/L``) diverge. The experiment's default is ``gamma = eta = 0.4/L``.
   * Stochastic variant (:func:`goma_stochastic`, the "simplified single-call variant"): the same
     recursion with ``gamma_k = gamma_0/(k+1)^decay`` and
     ``eta_k = extrapolation_ratio * gamma_0/(k+1)^extrapolation_decay`` (``extrapolation_decay``
@@ -262,11 +252,10 @@ def goma_stochastic(step_size0: float = 0.1, *, decay: float = 0.5,
       ...                  100, trace_fn=lambda step, s, o: o.residual_sq(step.x))
 
     Paper mapping: the abstract's "simplified single-call variant"; the exact schedule is not
-    public. Measured by ``experiments/minimax/goma.py`` (FULL: bilinear ``n = 20``, noise
-    ``0.3 ||z||``, 16 seeds, K = 20000, ``gamma_0 = 0.3``, ``rho = 1``): the slope of the
-    seed-mean ``||F||^2`` on ``[1000, 20000]`` is ``-0.75`` (QUICK: ``-0.94``). Other values of
-    ``gamma_0``, ``rho`` and ``extrapolation_decay`` are not swept there; the noise floor
-    grows with ``gamma_0``, so keep ``gamma_0`` around ``0.3/L``.
+    public. ``experiments/minimax/goma.py`` runs it with ``gamma_0 = 0.3``, ``rho = 1`` on a
+    noisy bilinear game (noise ``0.3 ||z||``); other values of ``gamma_0``, ``rho`` and
+    ``extrapolation_decay`` are not swept there. The noise floor grows with ``gamma_0``, so
+    keep ``gamma_0`` around ``0.3/L``.
 
     Theory: ``E||F(z_k)||^2 = O(1/sqrt(k))`` under variance ``<= s^2 + c ||z||^2``
     (claim ``goma_stochastic_slope`` in ``experiments/minimax/goma.py``).

@@ -45,6 +45,9 @@ import jax.numpy as jnp
 
 from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype, concrete_float
 
+# the library's one sort-based simplex projection, re-exported here (minimax's public name)
+from jaxopt_icml.projections import project_simplex
+
 __all__ = [
     "box_lmo",
     "box_projection",
@@ -72,33 +75,6 @@ def _cd(x):
 
 
 # --------------------------------------------------------------------------- simplex
-
-
-def project_simplex(z, scale=1.0):
-    r"""Euclidean projection of a vector onto ``{x >= 0, sum x = scale}`` (sort-based).
-
-    With ``u`` the entries of ``z`` sorted in decreasing order, ``c_j = sum_{i<=j} u_i - scale``
-    and ``rho = max{j : u_j > c_j / j}``, the projection is ``max(z - c_rho / rho, 0)``.
-
-    Args:
-      z: a 1-D array.
-      scale: the simplex's total mass ``> 0`` (a float or a scalar array).
-
-    Returns:
-      The projection, same shape and dtype as ``z``.
-
-    Example:
-      >>> import jax.numpy as jnp
-      >>> project_simplex(jnp.array([0.5, 2.0, -1.0]))
-      Array([0., 1., 0.], dtype=float32)
-    """
-    zc = _cd(z)
-    u = jnp.sort(zc)[::-1]
-    css = jnp.cumsum(u) - jnp.asarray(scale, zc.dtype)
-    j = jnp.arange(1, zc.shape[-1] + 1, dtype=zc.dtype)
-    rho = jnp.sum(u * j > css)  # the condition holds exactly for j <= rho
-    theta = css[rho - 1] / rho.astype(zc.dtype)
-    return jnp.maximum(zc - theta, 0.0).astype(jnp.asarray(z).dtype)
 
 
 def simplex_lmo(scale: float = 1.0) -> Callable:

@@ -37,9 +37,9 @@ exact sums: :class:`GridMixture` is the oracle; it draws minibatches (``batch_si
 exact weighted batches (``batch_size = 0``).
 
 Measurements (``experiments/minimax/modular_gating.py``, FULL: float32, 400-point grid on
-``[-8, 8]``, ``k = 3``): with perfect experts and constant gates the averaged gate's worst-case KL is
-within ``7.6e-4`` nats of the Blahut-Arimoto capacity ``0.7132`` from 16 random starts (5000 exact
-steps). With misspecified experts, a bounded 16-RBF log-gate and 64 samples per domain and
+``[-8, 8]``, ``k = 3``): with perfect experts and constant gates the averaged gate's worst-case KL
+is within ``7.6e-4`` nats of the Blahut-Arimoto capacity ``0.7132`` from 16 random starts (5000
+exact steps). With misspecified experts, a bounded 16-RBF log-gate and 64 samples per domain and
 expert, the averaged gate beats the uniform gate, the capacity gate, single-Gaussian and
 2-Gaussian MLE, Group-DRO and the argmax-domain expert on all 32 seeds (median worst-case KL
 0.740 vs 0.926 uniform), with duality gap ``<= 0.0067`` nats and ``|Z - 1| <= 0.0057``. The

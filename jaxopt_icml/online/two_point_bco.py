@@ -68,7 +68,7 @@ from jaxopt_icml.hyperparams import (
     compute_dtype,
     concrete_float,
 )
-from jaxopt_icml.minimax.lmo import project_simplex
+from jaxopt_icml.projections import project_simplex
 
 __all__ = [
     "BCOState",

@@ -1,8 +1,8 @@
 """First-order optimizers from ICML 2026 papers (family ``optim``).
 
 One module per paper; this package re-exports their public functions and state types.
-Module-level constants (``m_plus_adam.FORMATS``, ``deva.NS_COEFFS``, ``delayed_muon.FIRST_STEPS``,
-``momentum_tracking.METHODS`` ...) stay in their modules.
+Module-level constants (``m_plus_adam.FORMATS``, ``eigenbasis.NS_COEFFS``,
+``delayed_muon.FIRST_STEPS``, ``momentum_tracking.METHODS`` ...) stay in their modules.
 """
 
 from jaxopt_icml import catalog

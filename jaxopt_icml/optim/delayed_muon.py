@@ -22,6 +22,7 @@ import optax
 
 from jaxopt_icml.hyperparams import (
     check_bool,
+    check_choice,
     check_float,
     check_static_int,
     check_unit_interval,
@@ -94,9 +95,7 @@ def _check_stash_dtype(stash_dtype):
 
 
 def _check_first_step(first_step):
-    if not isinstance(first_step, str) or first_step not in FIRST_STEPS:
-        raise ValueError(f"first_step must be one of {FIRST_STEPS}, got {first_step!r}")
-    return first_step
+    return check_choice("first_step", first_step, FIRST_STEPS)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -113,11 +112,10 @@ def _stash_write(new, old, count):
 
     Off the CPU the value is ``where(count >= 0, new, old)``: ``count`` (saturating at the int32
     maximum) is never negative, so the value is ``new``, but the loop that writes the new stash
-    now reads the old one at the same index. Compiled for an H100 (deviceless, JAX 0.10.2),
-    that is what lets XLA:GPU give the new stash the donated old stash's buffer: with a plain
-    ``new`` it copied every stash leaf under donation (the wrapper's summed traffic 1.67x
-    AdamW's instead of its 8/6 floor). On the CPU, whose XLA writes the stash in a loop of its
-    own, the extra read would cost a pass, so the plain cast is kept there."""
+    now reads the old one at the same index. That is what lets XLA:GPU give the new stash the
+    donated old stash's buffer: with a plain ``new`` it copies every stash leaf under donation.
+    On the CPU, whose XLA writes the stash in a loop of its own, the extra read would cost a
+    pass, so the plain cast is kept there."""
 
     def cast(new, old):
         return jax.tree.map(lambda g, s: jnp.asarray(g).astype(s.dtype), new, old)
@@ -175,13 +173,11 @@ def one_step_delay(
 
     The cost over ``inner`` is one select and one copy of the gradient per call (no
     ``lax.cond``, so no host synchronisation on accelerators): one extra read and one extra
-    write per parameter, which ``stash_dtype=jnp.bfloat16`` halves for float32 models (H200,
-    100M params: 1.32x and 1.16x AdamW's step, the 8/6 and 7/6 traffic floors). When the
-    training step donated its state, XLA (0.10-0.11) copied the old stash before overwriting
-    it (1.76x on the H200, 2026-12-04). Since 2026-12-06 the stash is written so that XLA:GPU
-    updates it in place (see ``_stash_write``): the H100 compile of the donated step copies no
-    stash leaf and moves AdamW's traffic times 8/6; not yet timed on a GPU. XLA:CPU still
-    copies under donation.
+    write per parameter (memory traffic 8/6 of AdamW's step), which
+    ``stash_dtype=jnp.bfloat16`` halves for float32 models (7/6). When the training step
+    donates its state, the stash is written so that XLA:GPU updates it in place (see
+    ``_stash_write``) instead of copying the old stash first; XLA:CPU still copies it under
+    donation.
 
     Args:
       inner: any ``optax.GradientTransformation`` (chains, ``optax.contrib.muon``,
@@ -334,15 +330,12 @@ def delayed_adamw(
 
     **Cost.** No params-sized stash is read or written: in a plain ``jit`` step the memory
     traffic is AdamW's own (the generic wrapper pays one extra read and write per parameter,
-    its 8/6 traffic floor). Measured on the CPU, 10M params: 1.01x AdamW's step (the wrapper
-    1.11-1.21x). **Under donation it is slower on the CPU**: XLA:CPU emits the update and the
+    its 8/6 traffic floor). **Under donation on the CPU** XLA:CPU emits the update and the
     new moments as separate loops and nothing orders the loop reading the old moments before
-    the one overwriting them in place, so it copies the moments first: 3.3-3.5x AdamW's
-    donated step, against 2.8-3.0x for the wrapper (which copies its stash). With the
-    gradient materialized (as a backward pass gives it) and
-    ``XLA_FLAGS=--xla_cpu_copy_insertion_use_region_analysis=true`` the copies go: 0.93x
-    AdamW's donated step (the wrapper 1.29x). Otherwise donate only the parameters there. Not
-    yet measured on a GPU.
+    the one overwriting them in place, so it copies the moments first (the wrapper likewise
+    copies its stash). With the gradient materialized (as a backward pass gives it) and
+    ``XLA_FLAGS=--xla_cpu_copy_insertion_use_region_analysis=true`` the copies go; otherwise
+    donate only the parameters there.
 
     ``first_step`` is :func:`one_step_delay`'s: ``"undelayed"`` (call 0 is AdamW's plain first
     step, :math:`g_{-1} := g_0`; the first call folds :math:`g_0` in twice) or ``"zero"`` (call

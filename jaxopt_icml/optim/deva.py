@@ -21,15 +21,16 @@ rest to the :math:`\ell_\infty` form. The transition is explicit in three places
   the Schatten form *equals* the :math:`\ell_\infty` form on the diagonal up to the scalar step
   factor (tested), since row and column norms of a diagonal matrix are its entries' moduli.
 
-Also here, as baselines sharing the code: :func:`soap` (Adam in the Shampoo eigenbasis,
-Vyas et al. 2024; optax 0.2.8 has no ``contrib.soap``), :func:`signum` (momentum signSGD) and
-:func:`newton_schulz` (the quintic iteration Muon uses, our own implementation).
+The baselines live in :mod:`jaxopt_icml.optim.deva_baselines`: :func:`soap` (Adam in the
+Shampoo eigenbasis, Vyas et al. 2024; optax 0.2.8 has no ``contrib.soap``) and :func:`signum`
+(momentum signSGD). The machinery DeVA's Schatten form shares with SOAP, :func:`newton_schulz`
+(the quintic iteration Muon uses, our own implementation), :func:`polar_svd` and the eigenbasis
+bookkeeping, lives in :mod:`jaxopt_icml.optim.eigenbasis`. All of these names remain importable
+from this module.
 """
-
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -42,31 +43,29 @@ from jaxopt_icml.hyperparams import (
     check_float,
     check_static_int,
     check_unit_interval,
-    compute_dtype,
     resolve,
+)
+from jaxopt_icml.optim.eigenbasis import (
+    _check_dtype,
+    _check_eigenbasis_static,
+    _ct,
+    _eigenbasis_transform,
+    _lr_chain,
+    newton_schulz,
+    polar_svd,
 )
 
 __all__ = [
     "ScaleByDevaLinfState",
-    "ScaleByEigenbasisState",
     "deva",
     "deva_linf",
     "deva_schatten",
-    "newton_schulz",
-    "polar_svd",
     "scale_by_deva_linf",
     "scale_by_deva_schatten",
-    "scale_by_soap",
     "scale_invariant_direction",
-    "signum",
-    "soap",
 ]
 
 PyTree = Any
-
-#: Quintic Newton-Schulz coefficients (a, b, c) of Muon (Jordan et al., 2024), also used by the
-#: official DeVA code: x <- a x + (b A + c A^2) x with A = x x^T.
-NS_COEFFS = (3.4445, -4.7750, 2.0315)
 
 
 class ScaleByDevaLinfState(NamedTuple):
@@ -83,96 +82,7 @@ class ScaleByDevaLinfState(NamedTuple):
     nu: PyTree
 
 
-class ScaleByEigenbasisState(NamedTuple):
-    """State of :func:`scale_by_deva_schatten` and :func:`scale_by_soap`.
-
-    ``mu`` and ``nu`` live in the eigenbasis (rotated coordinates) when ``use_eigenbasis``.
-    ``gg_l``/``gg_r``/``q_l``/``q_r`` hold, per matrix leaf, the EMAs of :math:`GG^\\top`,
-    :math:`G^\\top G` and their eigenbases (``q_*`` are zero before the first update, which only
-    initialises them); a side that is not rotated (``use_eigenbasis=False``, or a dimension above
-    ``max_precond_dim``) holds ``optax.EmptyState()`` there.
-
-    Attributes:
-      count: updates made so far, int32 scalar.
-      mu: momentum of the (rotated) gradient.
-      nu: the second-moment accumulator (DeVA: EMA of :math:`r c^\\top`; SOAP: EMA of
-        :math:`\\tilde G^2`).
-      gg_l, gg_r: EMAs of :math:`G G^\\top` (rows x rows) and :math:`G^\\top G` (cols x cols).
-      q_l, q_r: their eigenbases (columns by decreasing eigenvalue).
-    """
-
-    count: jax.Array
-    mu: PyTree
-    nu: PyTree
-    gg_l: PyTree
-    gg_r: PyTree
-    q_l: PyTree
-    q_r: PyTree
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def _check_dtype(name, value):
-    if value is None:
-        return None
-    try:
-        dt = jnp.dtype(value)
-    except TypeError:
-        raise ValueError(f"{name} must be None or a floating dtype, got {value!r}") from None
-    if not jnp.issubdtype(dt, jnp.floating):
-        raise ValueError(f"{name} must be None or a floating dtype, got {value!r}")
-    return dt
-
-
-# --------------------------------------------------------------------------- helpers
-
-
-def _ct(dtype):
-    """Compute dtype of a leaf: float32 for 16-bit floats (and ints), else the leaf's."""
-    dt = compute_dtype(dtype)
-    return dt if jnp.issubdtype(dt, jnp.floating) else jnp.dtype(jnp.float32)
-
-
-def newton_schulz(x: jax.Array, steps: int = 5, coeffs=NS_COEFFS, eps: float = 1e-7) -> jax.Array:
-    r"""Approximate polar factor ``msign(x) = U V^T`` of a matrix by quintic Newton-Schulz.
-
-    ``x`` is divided by its Frobenius norm (so every singular value is at most 1), then
-    ``steps`` times :math:`X \leftarrow aX + (bA + cA^2)X`, :math:`A = XX^\top`, on the short
-    side (the matrix is transposed when it has more rows than columns). The coefficients
-    :data:`NS_COEFFS` do not converge to exactly 1: after 5 steps the singular values lie in
-    about [0.7, 1.2] (a "sloppy" sign, as in Muon). Computed in float32 at least; returns the
-    compute dtype (float32 for 16-bit inputs). A zero matrix maps to zero.
-    """
-    ct = _ct(x.dtype)
-    # The coefficients enter as one runtime vector, not as constants folded into each
-    # matrix's loops: sharing that operand, the elementwise loops of the same step on
-    # different matrices become one kernel in XLA's GPU compiler (sibling fusion, as for
-    # optax's Muon, whose coefficients live in its state). deva's step on nine 1024 x 1024
-    # matrices compiled for an H100: 256 launches with constants, 190 so (Muon 191); the
-    # same arithmetic, the same CPU program speed.
-    abc = jax.lax.optimization_barrier(jnp.asarray(coeffs, ct))
-    if abc.shape != (3,):
-        raise ValueError(f"coeffs must be three numbers (a, b, c), got shape {abc.shape}")
-    a, b, c = abc[0], abc[1], abc[2]
-    y = x.astype(ct)
-    wide = y.shape[0] <= y.shape[1]
-    if not wide:
-        y = y.T
-    y = y / (jnp.sqrt(jnp.sum(y * y)) + jnp.asarray(eps, ct))
-    for _ in range(steps):
-        s = y @ y.T
-        y = a * y + (b * s + c * (s @ s)) @ y
-    return y if wide else y.T
-
-
-def polar_svd(x: jax.Array) -> jax.Array:
-    """Exact ``msign(x)``: ``U V^T`` over the singular values above the rank tolerance (zero on
-    the null space; a zero matrix maps to zero), by an SVD in the compute dtype."""
-    ct = _ct(x.dtype)
-    u, s, vt = jnp.linalg.svd(x.astype(ct), full_matrices=False)
-    tol = jnp.max(s, initial=0.0) * max(x.shape) * jnp.finfo(ct).eps
-    return (u * (s > tol).astype(ct)[None, :]) @ vt
+# --------------------------------------------------------------------------- the geometry switch
 
 
 def scale_invariant_direction(m: jax.Array, geometry: str = "sign", *, ns_steps: int = 5,
@@ -193,11 +103,6 @@ def scale_invariant_direction(m: jax.Array, geometry: str = "sign", *, ns_steps:
     if orthogonalize == "svd":
         return polar_svd(m)
     return newton_schulz(m, check_static_int("ns_steps", ns_steps))
-
-
-def _lr_chain(direction, weight_decay, learning_rate):
-    return optax.chain(direction, optax.add_decayed_weights(weight_decay),
-                       optax.scale_by_learning_rate(learning_rate))
 
 
 # --------------------------------------------------------------------------- l_inf form
@@ -330,167 +235,6 @@ def deva_linf(
     check_float("weight_decay", weight_decay, strict=False, allow_schedule=False)
     return _lr_chain(scale_by_deva_linf(b1, b2, eps, nesterov=nesterov, mu_dtype=mu_dtype),
                      weight_decay, learning_rate)
-
-
-# --------------------------------------------------------------------------- eigenbasis machinery
-
-
-def _sides(shape, use_eigenbasis, max_precond_dim):
-    return tuple(use_eigenbasis and n <= max_precond_dim for n in shape)
-
-
-def _eigh_desc(gg):
-    n = gg.shape[0]
-    _, q = jnp.linalg.eigh(gg + jnp.asarray(1e-30, gg.dtype) * jnp.eye(n, dtype=gg.dtype))
-    return q[:, ::-1]
-
-
-def _power_qr(gg, q):
-    """One power-iteration step and QR on the eigenbasis sorted by estimated eigenvalue
-    (SOAP's refresh): returns ``(order, new_q)``."""
-    est = jnp.sum(q * (gg @ q), axis=0)
-    order = jnp.argsort(-est)
-    q = q[:, order]
-    return order, jnp.linalg.qr(gg @ q)[0]
-
-
-def _project(x, ql, qr):
-    if ql is not None:
-        x = ql.T @ x
-    if qr is not None:
-        x = x @ qr
-    return x
-
-
-def _project_back(x, ql, qr):
-    if ql is not None:
-        x = ql @ x
-    if qr is not None:
-        x = x @ qr.T
-    return x
-
-
-def _eigenbasis_transform(
-    name: str,
-    direction: Callable,
-    floats: dict,
-    shampoo_beta, *,
-    precondition_frequency: int,
-    use_eigenbasis: bool,
-    max_precond_dim: int,
-    bias_correction: bool,
-    mu_dtype,
-) -> optax.GradientTransformationExtraArgs:
-    """Shared SOAP-style bookkeeping; ``direction(g_rot, m_prev, v_prev, t, hp) -> (u, m, v)``
-    computes the step in the rotated coordinates (``t`` is the 1-based update index, ``hp``
-    the ``floats`` (``b1``, ``b2``, ``eps``, ...) resolved in the leaf's compute dtype).
-
-    A leaf with a rotated side spends its first update on initialising the eigenbasis (zero
-    step, so ``t = max(count, 1)``); a leaf with no rotated side (``use_eigenbasis=False``, or
-    both sides above ``max_precond_dim``) has no such call and uses ``t = count + 1``, exactly
-    the ``use_eigenbasis=False`` path."""
-    empty = optax.EmptyState()
-
-    def init_fn(params):
-        treedef = jax.tree.structure(params)
-        out = {k: [] for k in ScaleByEigenbasisState._fields[1:]}
-        for path, p in jax.tree_util.tree_leaves_with_path(params):
-            shape = jnp.shape(p)
-            if len(shape) != 2:
-                raise ValueError(
-                    f"{name} works on 2-D leaves, got shape {shape} at "
-                    f"{jax.tree_util.keystr(path)}; use deva()/optax.partition to route other "
-                    "leaves to deva_linf (or adam)")
-            ct = _ct(p.dtype)
-            left, right = _sides(shape, use_eigenbasis, max_precond_dim)
-            out["mu"].append(jnp.zeros(shape, mu_dtype or ct))
-            out["nu"].append(jnp.zeros(shape, ct))
-            for side, n, gg, q in ((left, shape[0], "gg_l", "q_l"),
-                                   (right, shape[1], "gg_r", "q_r")):
-                out[gg].append(jnp.zeros((n, n), ct) if side else empty)
-                out[q].append(jnp.zeros((n, n), ct) if side else empty)
-        return ScaleByEigenbasisState(jnp.zeros([], jnp.int32),
-                                      *(treedef.unflatten(out[k]) for k in out))
-
-    def update_fn(updates, state, params=None, **extra_args):
-        del params, extra_args
-        g_leaves, treedef = jax.tree.flatten(updates)
-        fields = [treedef.flatten_up_to(getattr(state, k))
-                  for k in ScaleByEigenbasisState._fields[1:]]
-        k = state.count
-        new_u, new = [], {f: [] for f in ScaleByEigenbasisState._fields[1:]}
-        for g, m, v, ggl, ggr, ql, qr in zip(g_leaves, *fields, strict=True):
-            ct = v.dtype
-            hp = {name: resolve(val, k, ct) for name, val in floats.items()}
-            sb = hp["b2"] if shampoo_beta is None else resolve(shampoo_beta, k, ct)
-            g32 = g.astype(ct)
-            left, right = _sides(g.shape, use_eigenbasis, max_precond_dim)
-            ql_, qr_ = (ql if left else None), (qr if right else None)
-            if left or right:
-                t = jnp.maximum(k, 1).astype(ct)  # call 0 only initialises the eigenbasis
-            else:  # no side rotated (use_eigenbasis=False, or both sides > max_precond_dim)
-                t = (k + 1).astype(ct)
-            u, m32, v = direction(_project(g32, ql_, qr_), m.astype(ct), v, t, hp)
-            if bias_correction:
-                u = u * (jnp.sqrt(1 - hp["b2"] ** t) / (1 - hp["b1"] ** t))
-            u = _project_back(u, ql_, qr_)
-            if left:
-                ggl = sb * ggl + (1 - sb) * (g32 @ g32.T)
-            if right:
-                ggr = sb * ggr + (1 - sb) * (g32.T @ g32)
-            if left or right:
-                def refresh(operand, left=left, right=right):
-                    m_, v_, ggl_, ggr_, ql0, qr0 = operand
-                    m_orig = _project_back(m_, ql0 if left else None, qr0 if right else None)
-
-                    def first(_, left=left, right=right):
-                        return (v_, _eigh_desc(ggl_) if left else ql0,
-                                _eigh_desc(ggr_) if right else qr0)
-
-                    def power(_, left=left, right=right):
-                        vv, a, b = v_, ql0, qr0
-                        if left:
-                            order, a = _power_qr(ggl_, ql0)
-                            vv = vv[order, :]
-                        if right:
-                            order, b = _power_qr(ggr_, qr0)
-                            vv = vv[:, order]
-                        return vv, a, b
-
-                    v_, ql1, qr1 = jax.lax.cond(k == 0, first, power, None)
-                    m_ = _project(m_orig, ql1 if left else None, qr1 if right else None)
-                    return m_, v_, ql1, qr1
-
-                def keep(operand):
-                    m_, v_, _, _, ql0, qr0 = operand
-                    return m_, v_, ql0, qr0
-
-                dummy = jnp.zeros((), ct)
-                m32, v, ql, qr = jax.lax.cond(
-                    k % precondition_frequency == 0, refresh, keep,
-                    (m32, v, ggl if left else dummy, ggr if right else dummy,
-                     ql if left else dummy, qr if right else dummy))
-                ql = ql if left else empty
-                qr = qr if right else empty
-            new_u.append(u.astype(g.dtype))
-            for f, val in zip(("mu", "nu", "gg_l", "gg_r", "q_l", "q_r"),
-                              (m32.astype(m.dtype), v, ggl, ggr, ql, qr), strict=True):
-                new[f].append(val)
-        return treedef.unflatten(new_u), ScaleByEigenbasisState(
-            optax.safe_increment(state.count), *(treedef.unflatten(new[f]) for f in new))
-
-    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
-
-
-def _check_eigenbasis_static(precondition_frequency, use_eigenbasis, max_precond_dim,
-                             bias_correction, shampoo_beta, mu_dtype):
-    freq = check_static_int("precondition_frequency", precondition_frequency)
-    check_bool("use_eigenbasis", use_eigenbasis)
-    dim = check_static_int("max_precond_dim", max_precond_dim)
-    check_bool("bias_correction", bias_correction)
-    if shampoo_beta is not None:
-        check_unit_interval("shampoo_beta", shampoo_beta)
-    return freq, dim, _check_dtype("mu_dtype", mu_dtype)
 
 
 # --------------------------------------------------------------------------- Schatten form
@@ -757,135 +501,3 @@ def deva(
             params)
 
     return optax.partition(transforms, labels)
-
-
-# --------------------------------------------------------------------------- baselines
-
-
-def scale_by_soap(
-    b1: float = 0.95,
-    b2: float = 0.95,
-    eps: float = 1e-8,
-    *,
-    precondition_frequency: int = 10,
-    use_eigenbasis: bool = True,
-    bias_correction: bool = True,
-    max_precond_dim: int = 10000,
-    shampoo_beta: float | None = None,
-    mu_dtype=None,
-) -> optax.GradientTransformationExtraArgs:
-    """Direction of :func:`soap` (2-D leaves only); arguments as there."""
-    check_unit_interval("b1", b1)
-    check_unit_interval("b2", b2)
-    check_float("eps", eps, allow_schedule=False)
-    freq, dim, mu_dtype = _check_eigenbasis_static(
-        precondition_frequency, use_eigenbasis, max_precond_dim, bias_correction, shampoo_beta,
-        mu_dtype)
-
-    def direction(g, m, v, t, hp):
-        del t
-        m = hp["b1"] * m + (1 - hp["b1"]) * g
-        v = hp["b2"] * v + (1 - hp["b2"]) * g * g
-        return m / (jnp.sqrt(v) + hp["eps"]), m, v
-
-    return _eigenbasis_transform(
-        "scale_by_soap", direction, dict(b1=b1, b2=b2, eps=eps), shampoo_beta,
-        precondition_frequency=freq,
-        use_eigenbasis=use_eigenbasis, max_precond_dim=dim, bias_correction=bias_correction,
-        mu_dtype=mu_dtype)
-
-
-def soap(
-    learning_rate: optax.ScalarOrSchedule = 3e-3,
-    b1: float = 0.95,
-    b2: float = 0.95,
-    eps: float = 1e-8,
-    weight_decay: float = 0.01,
-    *,
-    precondition_frequency: int = 10,
-    use_eigenbasis: bool = True,
-    max_precond_dim: int = 10000,
-    shampoo_beta: float | None = None,
-    adam_learning_rate: optax.ScalarOrSchedule | None = None,
-    mu_dtype=None,
-) -> optax.GradientTransformationExtraArgs:
-    r"""SOAP (Vyas et al., 2024): Adam in the eigenbasis of Shampoo's preconditioner; baseline.
-
-    For 2-D leaves, :math:`\tilde G = Q_L^\top G Q_R`, :math:`m = \mathrm{EMA}_{\beta_1}(\tilde
-    G)`, :math:`v = \mathrm{EMA}_{\beta_2}(\tilde G^2)`, step :math:`\eta
-    \frac{\sqrt{1-\beta_2^t}}{1-\beta_1^t} Q_L \frac{m}{\sqrt v + \epsilon} Q_R^\top` plus
-    decoupled weight decay, with the same eigenbasis bookkeeping as :func:`deva_schatten`
-    (first update initialises the bases; refresh every ``precondition_frequency`` updates).
-    Other leaves use ``optax.adamw`` with ``(b1, b2, eps, weight_decay)`` (the SOAP code
-    leaves 1-D parameters unrotated by default, i.e. Adam). Arguments have the ranges of
-    :func:`deva_schatten`; ``adam_learning_rate`` defaults to ``learning_rate``.
-
-    References:
-      Nikhil Vyas, Depen Morwani, Rosie Zhao, Itai Shapira, David Brandfonbrener, Lucas Janson,
-      Sham Kakade, "SOAP: Improving and Stabilizing Shampoo using Adam", arXiv:2409.11321.
-    """
-    check_float("learning_rate", learning_rate)
-    check_float("adam_learning_rate", adam_learning_rate, allow_none=True)
-    check_float("weight_decay", weight_decay, strict=False, allow_schedule=False)
-    direction = scale_by_soap(b1, b2, eps, precondition_frequency=precondition_frequency,
-                              use_eigenbasis=use_eigenbasis, max_precond_dim=max_precond_dim,
-                              shampoo_beta=shampoo_beta, mu_dtype=mu_dtype)
-    lr_adam = learning_rate if adam_learning_rate is None else adam_learning_rate
-    transforms = {
-        "soap": _lr_chain(direction, weight_decay, learning_rate),
-        "adam": optax.adamw(lr_adam, b1, b2, eps, weight_decay=weight_decay, mu_dtype=mu_dtype),
-    }
-    return optax.partition(
-        transforms, lambda params: jax.tree.map(
-            lambda p: "soap" if jnp.ndim(p) == 2 else "adam", params))
-
-
-def _scale_by_sign_momentum(b1, mu_dtype) -> optax.GradientTransformationExtraArgs:
-    """``sign(m_t)`` with ``m_t = b1 m_{t-1} + (1 - b1) g_t`` kept in ``mu_dtype`` or the
-    leaf's compute dtype (float32 for 16-bit leaves); the sign is cast to the gradient's dtype.
-    State ``optax.EmaState`` (count, ema)."""
-
-    def init_fn(params):
-        return optax.EmaState(
-            count=jnp.zeros([], jnp.int32),
-            ema=jax.tree.map(lambda p: jnp.zeros(jnp.shape(p), mu_dtype or _ct(p.dtype)),
-                             params))
-
-    def update_fn(updates, state, params=None, **extra_args):
-        del params, extra_args
-
-        def leaf(g, m):
-            ct = _ct(jnp.promote_types(m.dtype, g.dtype))
-            beta = resolve(b1, state.count, ct)
-            return beta * m.astype(ct) + (1 - beta) * g.astype(ct)
-
-        mu = jax.tree.map(leaf, updates, state.ema)
-        u = jax.tree.map(lambda m, g: jnp.sign(m).astype(g.dtype), mu, updates)
-        mu = jax.tree.map(lambda m, ref: m.astype(ref.dtype), mu, state.ema)
-        return u, optax.EmaState(optax.safe_increment(state.count), mu)
-
-    return optax.GradientTransformationExtraArgs(init_fn, update_fn)
-
-
-def signum(
-    learning_rate: optax.ScalarOrSchedule = 0.02,
-    b1: float = 0.9,
-    weight_decay: float = 0.0,
-    *,
-    mu_dtype=None,
-) -> optax.GradientTransformationExtraArgs:
-    r"""Momentum signSGD ("Signum", Bernstein et al., 2018): the non-adaptive
-    :math:`\ell_\infty` baseline of DeVA.
-
-    :math:`m_t = \beta_1 m_{t-1} + (1-\beta_1) g_t`, :math:`w_t = w_{t-1} - \eta_t
-    (\operatorname{sign}(m_t) + \lambda w_{t-1})`; ``b1`` in [0, 1), ``weight_decay >= 0``.
-    Equals :func:`deva_linf` with the variance factor :math:`\gamma` replaced by 1.
-    ``mu_dtype`` (keyword-only, default ``None``): dtype of :math:`m`; ``None`` keeps it in the
-    compute dtype (float32 for 16-bit params, else the param dtype). Updates keep the
-    gradients' dtype.
-    """
-    check_float("learning_rate", learning_rate)
-    check_unit_interval("b1", b1)
-    check_float("weight_decay", weight_decay, strict=False, allow_schedule=False)
-    mu_dtype = _check_dtype("mu_dtype", mu_dtype)
-    return _lr_chain(_scale_by_sign_momentum(b1, mu_dtype), weight_decay, learning_rate)

@@ -371,7 +371,7 @@ def _m_plus_adam_leaf(g, w, m_a, v_a, m_m, v_m, key, hp, *, plan, form, caps):
         # the direction reads the moments as stored (rounded to the state dtype): the state
         # is the optimizer's only memory, and the update loop then reads the new moments
         # instead of recomputing them from the old ones (which, when the step donates its
-        # state, made XLA:CPU copy every moment before overwriting it)
+        # state, makes XLA:CPU copy every moment before overwriting it)
         m = _as_stored(beta1 * m.astype(ct) + (1 - beta1) * x, plan.state)
         v = _as_stored(beta2 * v.astype(ct) + (1 - beta2) * x * x, plan.state)
         u = (m.astype(ct) * inv_bc1) / (jnp.sqrt(v.astype(ct) * inv_bc2) + epsilon)
@@ -520,9 +520,8 @@ def m_plus_adam(
       (equations from a third-party summary). Per-tensor power-of-two scaling for FP8/FP4 is our
       choice (the paper's scaling scheme is not public). The direction uses the moments as
       stored, rounded to ``state_dtype`` (a pure low-precision state: nothing wider survives
-      the step; ``optax.adam`` with ``mu_dtype`` instead uses the unrounded new moment). Until
-      2026-12-06 the unrounded moments were used; the change moved the QUICK numbers of
-      ``experiments/optim/m_plus_adam.py`` by rounding only and made the donated step copy-free.
+      the step; ``optax.adam`` with ``mu_dtype`` instead uses the unrounded new moment);
+      reading the stored moments also lets a donated step update them in place, with no copy.
 
     Theory:
       (1) Stagnation: in BF16 an additive step below half an ulp rounds away (``optax.adam``

@@ -72,7 +72,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxopt_icml import base
-from jaxopt_icml.hyperparams import check_float, check_unit_interval, compute_dtype
+from jaxopt_icml.hyperparams import check_choice, check_float, check_unit_interval, compute_dtype
 
 __all__ = [
     "ErrorDynamics",
@@ -101,15 +101,11 @@ POINTS = ("iterate", "params")
 
 
 def _check_method(method):
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    return method
+    return check_choice("method", method, METHODS)
 
 
 def _check_point(point):
-    if not isinstance(point, str) or point not in POINTS:
-        raise ValueError(f"point must be one of {POINTS}, got {point!r}")
-    return point
+    return check_choice("point", point, POINTS)
 
 
 def _check_momentum(momentum):

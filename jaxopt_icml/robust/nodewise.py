@@ -61,7 +61,7 @@ import optax
 
 from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype, concrete_float
-from jaxopt_icml.minimax.lmo import project_simplex
+from jaxopt_icml.projections import project_simplex
 
 __all__ = [
     "ADMMState",
@@ -290,7 +290,7 @@ def _water_level(s, lam):
     """``theta >= 0`` with ``sum (s - theta)_+ = lam`` (``0`` when ``sum s <= lam``, ``s_max``
     when ``lam = 0``); ``s`` nonnegative. By the Moreau identity ``min(s, theta) =
     s - Pi_{l1-ball(lam)}(s)``, and for ``sum s > lam`` the l1-ball projection is the
-    (sort-based) simplex projection :func:`jaxopt_icml.minimax.lmo.project_simplex`."""
+    (sort-based) simplex projection :func:`jaxopt_icml.projections.project_simplex`."""
     total = jnp.sum(s)
     active = (lam > 0) & (total > lam)
     proj = project_simplex(s, jnp.where(active, lam, 1.0))

@@ -1,4 +1,4 @@
-"""The property matrix every algorithm passes (CONVENTIONS section 6).
+"""The property matrix every algorithm passes (CONTRIBUTING.md section 5).
 
 A paper's test module declares ``CONTRACT_CASES``: a tuple of :class:`TransformationCase` (for
 ``optax.GradientTransformation``s) and :class:`AlgorithmCase` (for ``base.OracleAlgorithm``s).

@@ -257,7 +257,7 @@ def sweep_hyperparameter(case: AlgorithmCase) -> str | None:
 
 
 def check_alg_sweep(case: AlgorithmCase) -> None:
-    """A float hyperparameter can be a traced value (CONVENTIONS section 3: a sweep vmaps
+    """A float hyperparameter can be a traced value (CONTRIBUTING.md section 1: a sweep vmaps
     without recompiling): ``jit(vmap(run))`` over the values ``(v, v/2)`` of
     :func:`sweep_hyperparameter`, with the algorithm constructed inside the trace, equals the
     two runs built from the concrete values, which must differ beyond the comparison's

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.testing import AlgorithmCase
 
@@ -330,10 +331,8 @@ def test_fedavg_scalarized_matches_numpy():
 # (tests/test_contract.py) runs it on both CONTRACT_CASES (stochastic, 8 clients).
 
 
-def test_multihost_case_builds():
-    import experiments.distributed.dream as exp
-
-    make, x0, oracle, steps = exp.multihost_case(2)
+def test_multihost_case_builds(experiment):
+    make, x0, oracle, steps = experiment.multihost_case(2)
     assert isinstance(make(None), base.OracleAlgorithm) and steps >= 1
     assert oracle.problem.a.shape[0] == 2 and x0.shape == oracle.problem.a.shape[-1:]
 
@@ -341,29 +340,17 @@ def test_multihost_case_builds():
 # --------------------------------------------------------------------------- claims
 
 
-@functools.lru_cache(maxsize=1)
-def _quick_results():
-    import experiments.distributed.dream as exp
-    from experiments import runner
-
-    return runner.quick_results(exp)
-
-
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0 (deterministic): every claim passes. Margins: QP errors 1e-5 level
     and below (thresholds 1e-3, 1e-5, -1e-6), win fraction 8/8 (0.875), DREAM gap 0 (1e-3),
     FMGDA gap ~0.6 (0.05), speedup slope ~-0.98 (-0.5)."""
-    import experiments.distributed.dream as exp
-    from experiments import runner
-
-    results = _quick_results()
-    runner.check_quick_claims(exp, results, expected_failing=())
-    assert not getattr(exp, "KNOWN_FAILING", ())
+    runner.check_quick_claims(experiment, quick_results)
+    assert not getattr(experiment, "KNOWN_FAILING", ())
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(quick_results, experiment.QUICK)
     assert set(figs) == {"drift", "speedup"}
     for fig in figs.values():
         plt.close(fig)

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.distributed import compressors as C
@@ -232,32 +233,26 @@ def test_rejects_bad_arguments(call, name):
 
 
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0 (deterministic: top-k and fixed data). Margins: linear-family
     claims at 1e-15 (tolerance 1e-6), step margin 0.009, CGD below EF by 1e-3, Lyapunov
     ratios <= 0.997, gradient bound ratio 0.65, fitted rates <= 0.993 rho."""
-    import experiments.distributed.error_feedback as exp
-    from experiments import runner
-
-    results = runner.quick_results(exp)
-    runner.check_quick_claims(exp, results, expected_failing=())
-    assert not getattr(exp, "KNOWN_FAILING", ())
+    runner.check_quick_claims(experiment, quick_results)
+    assert not getattr(experiment, "KNOWN_FAILING", ())
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(quick_results, experiment.QUICK)
     assert set(figs) == {"rates"}
     plt.close("all")
 
 
-def test_benchmark_and_multihost_case_smoke():
-    import experiments.distributed.error_feedback as exp
-
-    out = exp.benchmark(dim=1000, num_workers=NW, repeats=2, inner=2)
+def test_benchmark_and_multihost_case_smoke(experiment):
+    out = experiment.benchmark(dim=1000, num_workers=NW, repeats=2, inner=2)
     assert out["k"] == 10 and out["bits_sgd"] == NW * 32 * 1000
     assert out["bits_ef21"] == NW * 10 * (32 + 10)
     assert np.isfinite(out["ratio_median"]) and out["ratio_median"] > 0
-    make, x0, oracle, steps = exp.multihost_case(NW)
+    make, x0, oracle, steps = experiment.multihost_case(NW)
     state, info = jax.jit(lambda x, o, k: base.run(make(None), x, o, k, steps))(
         x0, oracle, jax.random.key(0))
     assert state.x.shape == (NW, 8) and np.all(np.asarray(info["bits_sent"]) == NW * 2 * 35)

@@ -16,6 +16,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.distributed.ho_sfl import (
@@ -336,18 +337,15 @@ def test_errors_name_the_argument():
 
 
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0 (fixed seeds: deterministic): exactly the claims in KNOWN_FAILING
     fail (a change in either direction is noticed); margins in the experiment's docstring."""
-    import experiments.distributed.ho_sfl as exp
-    from experiments import runner
-
-    results = runner.quick_results(exp)
-    runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
-    summary = exp.summarize(results)
+    runner.check_quick_claims(experiment, quick_results)
+    summary = experiment.summarize(quick_results)
+    quick = experiment.QUICK
     # exact accounting: d_c / P at the spec's client
-    assert summary["model_update_uplink_ratio_fo_over_ho"] == (exp._d_c(exp.QUICK)
-                                                               / exp.QUICK.base_perturbations)
+    assert summary["model_update_uplink_ratio_fo_over_ho"] == (experiment._d_c(quick)
+                                                               / quick.base_perturbations)
     # backprop keeps every hidden layer's activations: 2 x (batch x width) float32 per layer
     assert summary["memory_bytes_per_hidden_layer/fo_client"] == pytest.approx(
-        2 * 4 * exp.QUICK.memory_batch * exp.QUICK.client_sizes[1], rel=0.05)
+        2 * 4 * quick.memory_batch * quick.client_sizes[1], rel=0.05)

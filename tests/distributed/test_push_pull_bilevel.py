@@ -13,6 +13,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.distributed.push_pull_bilevel import (
@@ -300,7 +301,5 @@ def test_errors():
 
 
 @pytest.mark.claims
-def test_claims_quick():
-    from experiments import runner
-    from experiments.distributed import push_pull_bilevel as exp
-    runner.check_quick_claims(exp, runner.quick_results(exp))
+def test_claims_quick(experiment, quick_results):
+    runner.check_quick_claims(experiment, quick_results)

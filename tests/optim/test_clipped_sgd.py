@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml.optim.clipped_sgd import (
     clip_by_global_norm_schedule,
     clipped_sgd,
@@ -305,44 +304,31 @@ def test_finite_sum_problems_constants():
 # --------------------------------------------------------------------------- experiment
 
 
-@functools.lru_cache(maxsize=1)
-def _quick_results():
-    import experiments.optim.clipped_sgd as exp
-    from experiments import runner
-
-    return runner.quick_results(exp)
-
-
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes. Deterministic for the fixed key; over keys the
     QUICK claim-1 slopes hold with probability ~97% (see the experiment docstring)."""
-    import experiments.optim.clipped_sgd as exp
-    from experiments import runner
-
-    results = _quick_results()
-    runner.check_quick_claims(exp, results, expected_failing=())
+    results = quick_results
+    runner.check_quick_claims(experiment, results)
     # SGD's run-mean error agrees with its closed form Var_N / T (median over data sets, runs
     # are heavy-tailed so only loosely) and the claimed slopes are recorded in summarize.
-    summary = exp.summarize(results)
+    summary = experiment.summarize(results)
     assert 0.6 < summary["SGD measured / closed form (median)"] < 1.5
-    assert summary["error slope to xhat_N/SGD"] == exp.error_slope(results, exp.SGD)
+    assert summary["error slope to xhat_N/SGD"] == experiment.error_slope(results, experiment.SGD)
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(results, experiment.QUICK)
     assert set(figs) == {"scaling", "optimization", "generalization"}
     for fig in figs.values():
         plt.close(fig)
 
 
-def test_make_problem_is_runs_first_dataset():
-    import experiments.optim.clipped_sgd as exp
-
-    prob = exp.make_problem(exp.QUICK, jax.random.PRNGKey(0))
-    assert prob.data.shape == (max(exp.QUICK.opt_ns), exp.QUICK.d)
-    res = _quick_results()
+def test_make_problem_is_runs_first_dataset(experiment, quick_results):
+    prob = experiment.make_problem(experiment.QUICK, jax.random.PRNGKey(0))
+    assert prob.data.shape == (max(experiment.QUICK.opt_ns), experiment.QUICK.d)
+    res = quick_results
     with jax.enable_x64(True):
         sigma2 = float(jnp.mean(jnp.sum(prob.data.astype(jnp.float64) ** 2, -1)))
     np.testing.assert_allclose(res["opt_sigma2"][0, -1], sigma2, rtol=1e-10)
-    assert set(exp.describe_problem(prob)) >= {"N", "tail index alpha"}
+    assert set(experiment.describe_problem(prob)) >= {"N", "tail index alpha"}

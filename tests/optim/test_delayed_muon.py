@@ -9,6 +9,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml.optim.delayed_muon import (
     delay_correction,
     delayed_adamw,
@@ -383,25 +384,21 @@ def test_static_settings_are_keyword_only():
 # --------------------------------------------------------------------------- pipeline, theory
 
 
-def test_pipeline_shard_simulate_and_wrapper_agree():
+def test_pipeline_shard_simulate_and_wrapper_agree(experiment):
     """The 8-stage 2BW pipeline (ppermute forward/backward, weight stashing) equals
     one_step_delay(adam, first_step="zero"), as vmap-simulated stages and as shard_map."""
-    import experiments.optim.delayed_muon as exp
-
     key = jax.random.PRNGKey(3)
-    assert exp._pipeline(exp.QUICK, key, shard=False) <= 1e-5
-    if jax.local_device_count() < exp.QUICK.pipe_stages:
+    assert experiment._pipeline(experiment.QUICK, key, shard=False) <= 1e-5
+    if jax.local_device_count() < experiment.QUICK.pipe_stages:
         pytest.skip("needs 8 devices for the sharded pipeline")
-    assert exp._pipeline(exp.QUICK, key, shard=True) <= 1e-5
+    assert experiment._pipeline(experiment.QUICK, key, shard=True) <= 1e-5
 
 
-def test_stability_eigenvalues_match_closed_form():
+def test_stability_eigenvalues_match_closed_form(experiment):
     """Eigenvalues of the linearized optax step (EMA momentum on x^2/2) vs the roots of the
     characteristic polynomials, derived by hand: sync z^2 - (1+b-a) z + b, delayed
     z^2 - (1+b) z + b + a, delayed + correction z^3 - (1+b) z^2 + (b + a(1+g)) z - a g, with
     a = eta (1 - b); extra state dimensions give zero eigenvalues."""
-    import experiments.optim.delayed_muon as exp
-
     etas = np.array([0.3, 0.9, 1.7, 5.0])
     betas = np.array([0.0, 0.5, 0.9, 0.95])
     polys = {
@@ -411,7 +408,7 @@ def test_stability_eigenvalues_match_closed_form():
     }
     for mode, poly in polys.items():
         e, b = np.repeat(etas, len(betas)), np.tile(betas, len(etas))
-        J = np.asarray(exp._jacobian_program(mode)(jnp.asarray(e, jnp.float32),
+        J = np.asarray(experiment._jacobian_program(mode)(jnp.asarray(e, jnp.float32),
                                                    jnp.asarray(b, jnp.float32)), np.float64)
         for Jk, ek, bk in zip(J, e, b, strict=True):
             got = np.linalg.eigvals(Jk)
@@ -420,9 +417,9 @@ def test_stability_eigenvalues_match_closed_form():
             np.testing.assert_allclose(np.sort_complex(np.round(got, 5)),
                                        np.sort_complex(np.round(want, 5)), atol=2e-5)
     # and the measured boundaries (bisection on these radii) are the closed-form ones
-    sync, _, _ = exp.stability_boundary("sync", betas, 401)
-    delayed, _, _ = exp.stability_boundary("delayed", betas, 401)
-    want_sync, want_delayed = exp.stability_bounds(betas)
+    sync, _, _ = experiment.stability_boundary("sync", betas, 401)
+    delayed, _, _ = experiment.stability_boundary("delayed", betas, 401)
+    want_sync, want_delayed = experiment.stability_bounds(betas)
     np.testing.assert_allclose(sync, want_sync, rtol=1e-3)
     np.testing.assert_allclose(delayed, want_delayed, rtol=1e-3)
 
@@ -431,19 +428,16 @@ def test_stability_eigenvalues_match_closed_form():
 
 
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, PRNGKey(0): every claim passes. Deterministic given the key; the margins
     (and what they were at other keys) are in the claims' sources and the module docstring."""
-    import experiments.optim.delayed_muon as exp
-    from experiments import runner
-
-    results = runner.quick_results(exp)
-    runner.check_quick_claims(exp, results, expected_failing=())
-    summary = exp.summarize(results)
+    results = quick_results
+    runner.check_quick_claims(experiment, results)
+    summary = experiment.summarize(results)
     assert all(np.isfinite(v) for v in summary.values())
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(results, experiment.QUICK)
     assert set(figs) == {"teacher_student", "least_squares", "stability"}
     plt.close("all")

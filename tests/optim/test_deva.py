@@ -3,25 +3,22 @@ baselines (SOAP, signum, Newton-Schulz) and the experiment's QUICK claims."""
 
 from __future__ import annotations
 
-import functools
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml.optim.deva import (
     deva,
     deva_linf,
     deva_schatten,
-    newton_schulz,
-    polar_svd,
     scale_by_deva_linf,
     scale_by_deva_schatten,
-    signum,
-    soap,
 )
+from jaxopt_icml.optim.deva_baselines import signum, soap
+from jaxopt_icml.optim.eigenbasis import newton_schulz, polar_svd
 from jaxopt_icml.testing import TransformationCase
 
 
@@ -447,9 +444,9 @@ def test_bf16_kept_and_zero_gradients_finite(name):
 
 
 def test_signum_bf16_params_keep_bf16_updates_with_float32_momentum():
-    """CONVENTIONS: 16-bit leaves accumulate in float32. The momentum of bf16 params is a
-    float32 trace (0.9 m + 0.1 g in bf16 would round 1e-3 increments away), updates stay bf16,
-    and the trace matches a float32 NumPy EMA; ``mu_dtype`` overrides the trace dtype."""
+    """CONTRIBUTING.md section 1: 16-bit leaves accumulate in float32. The momentum of bf16
+    params is a float32 trace (0.9 m + 0.1 g in bf16 would round 1e-3 increments away), updates
+    stay bf16, and the trace matches a float32 NumPy EMA; ``mu_dtype`` overrides the trace dtype."""
     p = jnp.ones(4, jnp.bfloat16)
     tx = signum(0.1, b1=0.9)
     s = tx.init(p)
@@ -498,30 +495,19 @@ def test_static_settings_are_keyword_only():
 # --------------------------------------------------------------------------- experiment
 
 
-@functools.lru_cache(maxsize=1)
-def _quick_results():
-    import experiments.optim.deva as exp
-    from experiments import runner
-
-    return runner.quick_results(exp)
-
-
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0 (deterministic given the key): every claim passes except the
-    documented non-reproductions ``exp.KNOWN_FAILING``, which must still be reported failing
-    (a change that makes them pass or fail differently shows up here)."""
-    import experiments.optim.deva as exp
-    from experiments import runner
-
-    results = _quick_results()
-    runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
-    summary = exp.summarize(results)
+    documented non-reproductions ``KNOWN_FAILING``, which must still be reported failing (a
+    change that makes them pass or fail differently shows up here)."""
+    results = quick_results
+    runner.check_quick_claims(experiment, results)
+    summary = experiment.summarize(results)
     assert all(np.isfinite(v) for v in summary.values())
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(results, experiment.QUICK)
     assert set(figs) == {"trace_quadratic"}  # QUICK has no classifier (FULL adds "model")
     for fig in figs.values():
         plt.close(fig)

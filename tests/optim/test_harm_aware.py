@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 import os
 import zlib
@@ -13,6 +12,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml.optim.harm_aware import (
     harm_aware,
     last_layer_gram,
@@ -510,21 +510,11 @@ def test_static_settings_are_keyword_only():
 # --------------------------------------------------------------------------- experiment
 
 
-@functools.lru_cache(maxsize=1)
-def _quick_results():
-    import experiments.optim.harm_aware as exp
-    from experiments import runner
-
-    return runner.quick_results(exp)
-
-
-def test_pcgrad_baseline_resolves_a_single_conflict():
+def test_pcgrad_baseline_resolves_a_single_conflict(experiment):
     """The experiment's PCGrad-style baseline with one sample is the halfspace projection."""
-    import experiments.optim.harm_aware as exp
-
     x, y, params, loss, stats = _softmax_setup(12, b=1)
     u = jax.grad(loss)(params)  # identity base: the step +g is an ascent, a conflict
-    tx = exp.pcgrad_last_layer(optax.identity(), _HEAD)
+    tx = experiment.pcgrad_last_layer(optax.identity(), _HEAD)
     out, _ = jax.jit(lambda uu, s: tx.update(uu, s, params, harm_stats=stats(params)))(
         u, tx.init(params))
     # identity base: out is the step, i.e. -d; with one conflicting sample d = 0 along g
@@ -534,21 +524,18 @@ def test_pcgrad_baseline_resolves_a_single_conflict():
 
 
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, fixed key: every claim passes (deterministic given the key; the margins
     to the thresholds are in the experiment's docstring and the claims' sources)."""
-    import experiments.optim.harm_aware as exp
-    from experiments import runner
-
-    results = _quick_results()
-    runner.check_quick_claims(exp, results, expected_failing=())
-    summary = exp.summarize(results)
+    results = quick_results
+    runner.check_quick_claims(experiment, results)
+    summary = experiment.summarize(results)
     assert summary["qp_violated_fraction_before_mean"] > 0.1  # claim 2 is not vacuous
-    assert results["harm"]["SGD-momentum"].shape == (exp.QUICK.seeds, exp.QUICK.steps)
+    assert results["harm"]["SGD-momentum"].shape == (experiment.QUICK.seeds, experiment.QUICK.steps)
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(results, experiment.QUICK)
     assert set(figs) == {"harm", "accuracy", "proxy_quality"}
     for fig in figs.values():
         plt.close(fig)

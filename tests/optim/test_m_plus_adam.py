@@ -12,6 +12,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml.optim.m_plus_adam import (
     FORMATS,
     _nearest_by_reduce_precision,
@@ -569,32 +570,20 @@ def test_formats_listed():
 # --------------------------------------------------------------------------- experiment
 
 
-
-@functools.lru_cache(maxsize=1)
-def _quick_results():
-    import experiments.optim.m_plus_adam as exp
-    from experiments import runner
-
-    return runner.quick_results(exp)
-
-
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, fixed key (deterministic: the margins are in the claims' sources): every
     claim passes except the documented non-reproduction, which must still fail (ratio ~1)."""
-    import experiments.optim.m_plus_adam as exp
-    from experiments import runner
-
-    results = _quick_results()
-    checked = runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+    results = quick_results
+    checked = runner.check_quick_claims(experiment, results)
     by_name = {c.name: c for c in checked}
     assert by_name["loss_ratio_m_plus_adam_vs_adam_fp8"].value > 0.9
-    summary = exp.summarize(results)
+    summary = experiment.summarize(results)
     assert summary["storage round-trip max error (all methods)"] == 0.0
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(results, experiment.QUICK)
     assert set(figs) == {"loss", "stagnation", "descent"}
     for fig in figs.values():
         plt.close(fig)

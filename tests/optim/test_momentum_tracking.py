@@ -10,6 +10,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base, theory
 from jaxopt_icml.optim.momentum_tracking import (
     linear_error_dynamics,
@@ -393,24 +394,21 @@ def test_run_seeds_monte_carlo_matches_closed_form():
 
 
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes (fixed seeds: deterministic; margins in the
     claims' sources). The MC ratios also agree with the exact ones."""
-    import experiments.optim.momentum_tracking as exp
-    from experiments import runner
-
-    results = runner.quick_results(exp)
-    runner.check_quick_claims(exp, results, expected_failing=())
-    assert exp.exact_ratio(results, "heavy_ball", "drift|0.99", "drift") == pytest.approx(
+    results = quick_results
+    runner.check_quick_claims(experiment, results)
+    assert experiment.exact_ratio(results, "heavy_ball", "drift|0.99", "drift") == pytest.approx(
         16.37, rel=1e-3)
     np.testing.assert_allclose(results["linear_exact"]["heavy_ball"], results["linear_theory"],
                                rtol=1e-12)
-    summary = exp.summarize(results)
+    summary = experiment.summarize(results)
     assert summary["HB exact local drift exponent at 1-beta=0.001"] == pytest.approx(1.0, abs=0.02)
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(results, experiment.QUICK)
     assert set(figs) == {"decomposition", "drift_amplification", "regime"}
     for fig in figs.values():
         plt.close(fig)

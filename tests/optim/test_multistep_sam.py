@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
+import re
 import shutil
 
 import jax
@@ -12,6 +14,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml.optim import multistep_sam, scale_by_multistep_sam
 from jaxopt_icml.testing import TransformationCase
 
@@ -307,7 +310,7 @@ def test_invalid_arguments_name_the_argument():
 
 
 def test_static_settings_are_keyword_only():
-    """CONVENTIONS section 3: only base_optimizer and rho may be positional."""
+    """CONTRIBUTING.md section 1: only base_optimizer and rho may be positional."""
     multistep_sam(optax.sgd(0.1), 0.05, inner_steps=2)
     scale_by_multistep_sam(0.05, inner_steps=2)
     with pytest.raises(TypeError):
@@ -335,92 +338,93 @@ def test_transforms_before_it_in_a_chain_have_no_effect(warm):
 
 
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment):
     """QUICK config, fixed key: every claim passes (deterministic: no false-failure rate beyond
     the seeds being fixed; margins are in the claims' sources). The classifier carries no claim
     and is skipped here (the resume tests and the notebook run it)."""
-    import experiments.optim.multistep_sam as exp
-    from experiments import runner
-
-    results = exp.run(exp.QUICK, jax.random.PRNGKey(0), classifier=False)
-    runner.check_quick_claims(exp, results, expected_failing=())
+    results = experiment.run(experiment.QUICK, jax.random.PRNGKey(0), classifier=False)
+    runner.check_quick_claims(experiment, results)
     # Equal compute: K=10 gets exactly its equal-step schedule, so the last budget reproduces
     # its equal-step gap; cheaper methods run proportionally more steps.
     budgets, eq = results["equal_compute_budgets"], results["equal_compute_gap"]
-    assert budgets[-1] == exp.grad_budget(exp.QUICK) == exp.QUICK.steps * 11
-    for name in (exp._k_name(10), exp._k_name(10, True)):
+    assert budgets[-1] == experiment.grad_budget(experiment.QUICK) == experiment.QUICK.steps * 11
+    for name in (experiment._k_name(10), experiment._k_name(10, True)):
         np.testing.assert_allclose(eq[name][:, -1], results["minimax_gap"][name], rtol=1e-3)
-    summary = exp.summarize(results)
+    summary = experiment.summarize(results)
     for tag in ("warm", "cold"):
         assert np.isfinite(summary[f"equal_compute_gap_ratio_K10_K1_{tag}"])
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(results, experiment.QUICK)
     assert set(figs) == {"minimax", "equal_compute", "inner_shortfall"}
     for fig in figs.values():
         plt.close(fig)
 
 
-def test_classifier_resume_is_bitwise(tmp_path):
-    import experiments.optim.multistep_sam as exp
+def _method_dir(out_dir, name):
+    """Where :func:`experiments.runner.checkpointed_loop` keeps the checkpoints of ``name``."""
+    return os.path.join(out_dir, "checkpoints", re.sub(r"[^A-Za-z0-9]+", "_", name))
 
-    cfg = dataclasses.replace(exp.QUICK, seeds=2, clf_steps=150, ckpt_every=50)
+
+def _classifier_run(exp, cfg, name):
+    """``train(**kwargs)``: :func:`train_classifier` of method ``name`` on a two-moons set, and
+    the seed keys and transformation it uses."""
     x, y = exp.two_moons(jax.random.PRNGKey(0), cfg.clf_train, cfg.clf_noise)
     prob = {"clf_train_x": x, "clf_train_y": y}
     keys = jax.random.split(jax.random.PRNGKey(1), cfg.seeds)
-    params0 = exp.classifier_init(cfg, keys)
-    name = "Multi-step SAM K=3"
     tx = exp.make_classifier_methods(cfg)[name]
-    straight = exp.train_classifier(cfg, prob, params0, keys, name, tx)
-    saved = exp.train_classifier(cfg, prob, params0, keys, name, tx, out_dir=tmp_path)
-    # Simulate a crash after step 100: drop the last checkpoint, then resume.
-    ckdir = exp._method_dir(tmp_path, name)
-    shutil.rmtree(os.path.join(ckdir, "150"))
-    resumed = exp.train_classifier(cfg, prob, params0, keys, name, tx, out_dir=tmp_path,
-                                   resume=True)
+    train = functools.partial(exp.train_classifier, cfg, prob, exp.classifier_init(cfg, keys),
+                              keys, name, tx)
+    return train, keys, tx
+
+
+def test_classifier_resume_is_bitwise(experiment, tmp_path):
+    cfg = dataclasses.replace(experiment.QUICK, seeds=2, clf_steps=150, ckpt_every=50)
+    name = "Multi-step SAM K=3"
+    train, keys, tx = _classifier_run(experiment, cfg, name)
+    straight = train()
+    saved = train(out_dir=tmp_path)
+    # Simulate a crash after step 100 (chunk 2 of 3): drop the last checkpoint, then resume.
+    ckdir = _method_dir(tmp_path, name)
+    assert ckdir.endswith("Multi_step_SAM_K_3")
+    shutil.rmtree(os.path.join(ckdir, "3"))
+    resumed = train(out_dir=tmp_path, resume=True)
     for other in (saved, resumed):
         assert jax.tree.structure(other) == jax.tree.structure(straight)
         jax.tree.map(np.testing.assert_array_equal, straight, other)
     # Equal configs give the same transformations, hence the cached compiled programs.
-    assert exp.make_classifier_methods(cfg)[name] is tx
+    assert experiment.make_classifier_methods(cfg)[name] is tx
 
     # Resuming with another config or key fails clearly, naming what differs.
     with pytest.raises(ValueError, match=r"clf_steps: 150 -> 300.*seeds: 2 -> 4"):
-        exp.check_checkpoint_config(tmp_path, dataclasses.replace(cfg, seeds=4, clf_steps=300),
-                                    keys, resume=True)
+        runner.check_checkpoint_config(tmp_path, dataclasses.replace(cfg, seeds=4, clf_steps=300),
+                                       keys, resume=True)
     with pytest.raises(ValueError, match="seed_keys"):
-        exp.check_checkpoint_config(tmp_path, cfg, jax.random.split(jax.random.PRNGKey(2), 2),
-                                    resume=True)
-    # A fresh (non-resume) run drops the method's old checkpoints (here a stale later step that
+        runner.check_checkpoint_config(tmp_path, cfg, jax.random.split(jax.random.PRNGKey(2), 2),
+                                       resume=True)
+    # A fresh (non-resume) run drops the method's old checkpoints (here a stale later chunk that
     # a resume would otherwise pick up) and rewrites the record.
-    shutil.copytree(os.path.join(ckdir, "150"), os.path.join(ckdir, "900"))
-    exp.check_checkpoint_config(tmp_path, dataclasses.replace(cfg, clf_lr=0.1), keys,
-                                resume=False)
-    exp.train_classifier(cfg, prob, params0, keys, name, tx, out_dir=tmp_path)
-    assert sorted(os.listdir(ckdir)) == ["100", "150"]
-    exp.check_checkpoint_config(tmp_path, cfg, keys, resume=True)
+    shutil.copytree(os.path.join(ckdir, "3"), os.path.join(ckdir, "18"))
+    runner.check_checkpoint_config(tmp_path, dataclasses.replace(cfg, clf_lr=0.1), keys,
+                                   resume=False)
+    train(out_dir=tmp_path)
+    assert sorted(os.listdir(ckdir)) == ["2", "3"]
+    runner.check_checkpoint_config(tmp_path, cfg, keys, resume=True)
 
 
-def test_classifier_sharded_resume_matches_vmapped(tmp_path):
+def test_classifier_sharded_resume_matches_vmapped(experiment, tmp_path):
     """shard=True (seeds over the 8 simulated devices via mesh.shard_seeds) == plain vmap, also
     across a resume, whose restored state keeps the seed sharding."""
-    import experiments.optim.multistep_sam as exp
-
     n = jax.local_device_count()
     if n < 2:
         pytest.skip("needs several devices")
-    cfg = dataclasses.replace(exp.QUICK, seeds=n, clf_steps=20, ckpt_every=10, clf_batch=8)
-    x, y = exp.two_moons(jax.random.PRNGKey(0), cfg.clf_train, cfg.clf_noise)
-    prob = {"clf_train_x": x, "clf_train_y": y}
-    keys = jax.random.split(jax.random.PRNGKey(1), cfg.seeds)
-    params0 = exp.classifier_init(cfg, keys)
+    cfg = dataclasses.replace(experiment.QUICK, seeds=n, clf_steps=20, ckpt_every=10, clf_batch=8)
     name = "Multi-step SAM K=1"
-    tx = exp.make_classifier_methods(cfg)[name]
-    plain = exp.train_classifier(cfg, prob, params0, keys, name, tx)
-    exp.train_classifier(cfg, prob, params0, keys, name, tx, shard=True, out_dir=tmp_path)
-    shutil.rmtree(os.path.join(exp._method_dir(tmp_path, name), "20"))
-    resumed = exp.train_classifier(cfg, prob, params0, keys, name, tx, shard=True,
-                                   out_dir=tmp_path, resume=True)
+    train, _, _ = _classifier_run(experiment, cfg, name)
+    plain = train()
+    train(shard=True, out_dir=tmp_path)
+    shutil.rmtree(os.path.join(_method_dir(tmp_path, name), "2"))
+    resumed = train(shard=True, out_dir=tmp_path, resume=True)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
                  plain, resumed)

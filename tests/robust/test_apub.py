@@ -7,11 +7,7 @@ product-mix recourse enumeration against HiGHS; contract cases; errors; claims."
 
 from __future__ import annotations
 
-import functools
-import importlib
 import math
-import sys
-from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -21,6 +17,7 @@ import optax
 import pytest
 from scipy import integrate, optimize, stats
 
+from experiments import runner
 from jaxopt_icml.robust import apub
 from jaxopt_icml.robust import lp as lp_lib
 from jaxopt_icml.robust import two_stage as ts
@@ -71,26 +68,10 @@ def _x64():
         yield
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.robust.apub")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.robust.apub")
-
-
 # jitted once (eager op-by-op dispatch in x64 compiles every primitive: slow on CI's CPU)
 _cvar = jax.jit(apub.upper_cvar)
 _tail = jax.jit(apub.tail_weights)
 _efron = jax.jit(apub.efron_bound)
-
-
-@functools.lru_cache(maxsize=1)
-def _quick_results():
-    """The QUICK run, once per test session (the claims test and the L-shaped test share it)."""
-    from experiments import runner
-
-    return runner.quick_results(_experiment())
 
 
 def np_ru_cvar(v, alpha, p=None):
@@ -284,13 +265,12 @@ def test_product_mix_recourse_enumeration_matches_highs():
         np.testing.assert_allclose(np.asarray(g), ref.eqlin.marginals[:2], atol=1e-8)
 
 
-def test_extensive_form_and_l_shaped_reach_the_highs_optimum():
+def test_extensive_form_and_l_shaped_reach_the_highs_optimum(experiment, quick_results):
     """The QUICK claims run's L-shaped results (shared with ``test_claims_quick``: no second
     compile) on its two product-mix instances; the extensive form solved by HiGHS is the
     reference, and the extensive form solved by PDHG must match it too."""
-    exp = _experiment()
-    cfg = exp.QUICK
-    out = _quick_results()["lshaped"]
+    cfg = experiment.QUICK
+    out = quick_results["lshaped"]
     hours, demand, W = (jnp.asarray(out[k], jnp.float64) for k in ("hours", "demand", "W"))
     solve_ef = jax.jit(lambda p: lp_lib.solve_lp(p, tol=1e-7, max_iters=50_000))
     build = jax.jit(lambda h, d, w: ts.extensive_form(ts.product_mix(h, d), w, cfg.pm_alpha))
@@ -337,10 +317,7 @@ def test_errors():
 
 
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``)."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, _quick_results())
+    runner.check_quick_claims(experiment, quick_results)

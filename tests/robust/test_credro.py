@@ -9,11 +9,8 @@ bitwise); errors; the contract matrix cases; claims."""
 from __future__ import annotations
 
 import functools
-import importlib
 import itertools
 import math
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +19,7 @@ import optax
 import pytest
 from scipy import optimize
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.models import mlp
 from jaxopt_icml.robust import credal, credro
@@ -481,39 +479,31 @@ def test_errors():
         credro.credal_ensemble(_ADAM, (1.0, 0.5)).init(params, jax.random.PRNGKey(0))
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.robust.credro")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.robust.credro")
-
-
-def test_experiment_references():
+def test_experiment_references(experiment):
     """The experiment's NumPy references (mirror descent, brute force) and metrics."""
-    exp = _experiment()
     lo, hi = _boxes(4, 6, 7)
     up = np.asarray(credal.upper_entropy(jnp.asarray(lo), jnp.asarray(hi)))
-    np.testing.assert_allclose(exp.np_mirror_descent_upper(lo, hi), up, atol=1e-12)
+    np.testing.assert_allclose(experiment.np_mirror_descent_upper(lo, hi), up, atol=1e-12)
     brute = np.array([_np_brute_lower(lo[i], hi[i]) for i in range(6)])
-    np.testing.assert_allclose(exp.np_bruteforce_lower(lo, hi), brute, atol=1e-14)
-    assert exp.auroc([0.0, 1.0], [2.0, 3.0]) == 1.0
-    assert exp.auroc([1.0, 1.0], [1.0, 1.0]) == 0.5
-    assert abs(exp.auroc([0.0, 2.0], [1.0, 3.0]) - 0.75) < 1e-15
+    np.testing.assert_allclose(experiment.np_bruteforce_lower(lo, hi), brute, atol=1e-14)
+    assert experiment.auroc([0.0, 1.0], [2.0, 3.0]) == 1.0
+    assert experiment.auroc([1.0, 1.0], [1.0, 1.0]) == 0.5
+    assert abs(experiment.auroc([0.0, 2.0], [1.0, 3.0]) - 0.75) < 1e-15
     # accuracy-rejection: perfectly ranked errors give the largest area
-    assert exp.auarc([0.0, 1.0], [1, 0]) == 0.75 and exp.auarc([1.0, 0.0], [1, 0]) == 0.25
+    assert experiment.auarc([0.0, 1.0], [1, 0]) == 0.75
+    assert experiment.auarc([1.0, 0.0], [1, 0]) == 0.25
 
 
-def test_split_scores_picks_the_single_member_and_methods_by_position():
+def test_split_scores_picks_the_single_member_and_methods_by_position(experiment):
     """The experiment's score split against NumPy: method i of the (methods, sets, seeds, M, N,
     K) probability array lands under its own name, and the single DRO model is CreDRO's member
     ``single`` (its softmax entropy and argmax), not another member or point."""
-    exp = _experiment()
     rng = np.random.default_rng(7)
-    shape = (len(exp._METHODS), 3, 2, 4, 6, 3)  # methods, sets, seeds, members, points, classes
+    # methods, sets, seeds, members, points, classes
+    shape = (len(experiment._METHODS), 3, 2, 4, 6, 3)
     flat = rng.dirichlet(np.ones(3), size=shape[:-1]).astype(np.float32)
     single = 2
-    res = exp._split_scores({"probs": flat}, single)
+    res = experiment._split_scores({"probs": flat}, single)
     p64 = flat.astype(np.float64)
     entropy = lambda p: -np.sum(p * np.log(p), axis=-1)
     for s, j in (("id", 0), ("ood", 1)):
@@ -523,7 +513,7 @@ def test_split_scores_picks_the_single_member_and_methods_by_position():
                                entropy(p64[0, 2, :, single]), rtol=1e-10)
     np.testing.assert_array_equal(res["subpop/single_dro"]["pred"],
                                   np.argmax(flat[0, 2, :, single], axis=-1))
-    for i, (_, short) in enumerate(exp._METHODS):
+    for i, (_, short) in enumerate(experiment._METHODS):
         mean = p64[i].mean(axis=2)  # (sets, seeds, points, classes)
         mi = entropy(mean) - entropy(p64[i]).mean(axis=2)  # mutual information, per set
         np.testing.assert_allclose(res[f"shift/{short}"]["id"]["mi"], mi[0], rtol=1e-8,
@@ -537,13 +527,10 @@ def test_split_scores_picks_the_single_member_and_methods_by_position():
 
 
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``), which must still fail."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp))
+    runner.check_quick_claims(experiment, quick_results)
 
 
 # --------------------------------------------------------------------------- baselines

@@ -7,16 +7,13 @@ errors; claims."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import optimize
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.robust import nodewise as nw
 from jaxopt_icml.robust import nodewise_baselines as nb
@@ -48,14 +45,6 @@ def _x64():
 
 _prox = jax.jit(nw.spectral_prox)
 _acc = jax.jit(vc.clustering_accuracy, static_argnums=2)
-
-
-def _experiment():
-    try:
-        return importlib.import_module("experiments.robust.dr_nodewise_clustering")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.robust.dr_nodewise_clustering")
 
 
 def _scipy_level(s, lam):
@@ -134,8 +123,7 @@ _admm_run = jax.jit(lambda prob, alg, steps: base.run(alg, jnp.zeros((prob.X.sha
                     static_argnums=(1, 2))
 
 
-def test_admm_matches_numpy_primal_dual():
-    exp = _experiment()
+def test_admm_matches_numpy_primal_dual(experiment):
     rng = np.random.default_rng(3)
     X = rng.standard_normal((30, 3)) @ rng.standard_normal((3, 12))
     X = nw.preprocess(jnp.asarray(X + 0.5 * rng.standard_normal((30, 12))))
@@ -143,8 +131,9 @@ def test_admm_matches_numpy_primal_dual():
     alg = nw.dro_admm()
     state, trace = _admm_run(nw.nodewise_problem(X, sd), alg, 150)
     B = np.asarray(state.B1)
-    Bref = exp.condat_vu(np.asarray(X), sd, 600)
-    f, fref = exp.np_objective(np.asarray(X), B, sd), exp.np_objective(np.asarray(X), Bref, sd)
+    Bref = experiment.condat_vu(np.asarray(X), sd, 600)
+    f = experiment.np_objective(np.asarray(X), B, sd)
+    fref = experiment.np_objective(np.asarray(X), Bref, sd)
     assert abs(f - fref) / fref < 1e-8, (f, fref)
     assert np.all(np.diag(B) == 0.0)
     assert float(trace["primal_residual"][-1]) < 1e-8 and int(trace["converged"][-1]) == 1
@@ -154,12 +143,11 @@ def test_admm_matches_numpy_primal_dual():
     assert np.max(np.abs(np.asarray(B0.B1) - B)) > 1e-2
 
 
-def _np_chambolle_pock(X, sqrt_delta, iters):
+def _np_chambolle_pock(experiment, X, sqrt_delta, iters):
     """Independent NumPy reference valid for ``n < d`` (no smoothness needed): Chambolle-Pock
     on ``min_{diag B = 0} h1(XB) + h2(B)``, ``h1(A) = ||X - A||_F / sqrt(n)``,
     ``h2(C) = sqrt_delta ||I - C||_2``; dual proxes by the Moreau identity (Frobenius block
     shrink, bisection water level on the singular values)."""
-    exp = _experiment()
     n, d = X.shape
     step = 0.99 / np.sqrt(np.linalg.norm(X, 2) ** 2 + 1.0)
     eye = np.eye(d)
@@ -171,18 +159,17 @@ def _np_chambolle_pock(X, sqrt_delta, iters):
         Y1 = V1 - step * (X - A * max(1.0 - 1.0 / (np.sqrt(n) * step * nr), 0.0))
         V2 = Y2 + step * Bb
         U, s, Vt = np.linalg.svd(eye - V2 / step)
-        th = exp.np_water_level(s, sqrt_delta / step, iters=60)
+        th = experiment.np_water_level(s, sqrt_delta / step, iters=60)
         Y2 = V2 - step * (eye - (U * np.minimum(s, th)) @ Vt)
         Bn = (B - step * (X.T @ Y1 + Y2)) * (1.0 - eye)
         Bb, B = 2 * Bn - B, Bn
     return B
 
 
-def test_admm_n_below_d_matches_chambolle_pock():
+def test_admm_n_below_d_matches_chambolle_pock(experiment):
     """n < d: X(I - B) can vanish at the optimum (the loss's kink). The ADMM reaches the
     objective of an independent NumPy Chambolle-Pock run, reports ``converged`` only once its
     residuals are small, and the iterate's diagonal is exactly 0 after every update."""
-    exp = _experiment()
     X = nw.preprocess(jax.random.normal(jax.random.PRNGKey(4), (8, 14)))
     sd = 0.3
     run = jax.jit(lambda k: base.run(nw.dro_admm(), jnp.ones((14, 14)),
@@ -194,8 +181,8 @@ def test_admm_n_below_d_matches_chambolle_pock():
     assert np.all(np.isfinite(xs))
     assert np.all(np.diagonal(xs, axis1=1, axis2=2) == 0.0)
     Xn = np.asarray(X)
-    f = exp.np_objective(Xn, xs[-1], sd)
-    fref = exp.np_objective(Xn, _np_chambolle_pock(Xn, sd, 2000), sd)
+    f = experiment.np_objective(Xn, xs[-1], sd)
+    fref = experiment.np_objective(Xn, _np_chambolle_pock(experiment, Xn, sd, 2000), sd)
     assert abs(f - fref) / fref < 1e-7, (f, fref)
     assert conv[-1] == 1 and np.all(res[conv == 1] < 1e-3) and conv[0] == 0
 
@@ -285,15 +272,12 @@ def test_errors():
 
 
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``), which must still fail. Measured at
     QUICK: DRO beats the best fixed-lambda Lasso on 3/8 seeds (0.375 against 0.6; 4 ties,
     1 loss); FULL 8/16 (3 ties, 5 losses)."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp))
+    runner.check_quick_claims(experiment, quick_results)
 
 
 # --------------------------------------------------------------- square-root Lasso and LRR

@@ -6,10 +6,7 @@ scipy, the bandit's contract case, errors, and the claims."""
 
 from __future__ import annotations
 
-import importlib
 import itertools
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +14,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.robust import assortment as asst
 from jaxopt_icml.robust import mnl_bandit as mb
@@ -349,38 +347,26 @@ def test_errors():
         mb.mle_theta(jnp.ones((2, 3, 2)), jnp.ones((2, 3), bool), jnp.zeros(2, int), iters=0)
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.robust.dro_assortment")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.robust.dro_assortment")
-
-
-def test_experiment_primal_certificates():
-    exp = _experiment()
+def test_experiment_primal_certificates(experiment):
     rng = np.random.default_rng(6)
     for _ in range(3):
         p, r = _random_outcomes(rng)
         for rho in (0.05, 0.5):
-            val, kl = jax.jit(exp.primal_kl)(jnp.asarray(p), jnp.asarray(r), rho)
+            val, kl = jax.jit(experiment.primal_kl)(jnp.asarray(p), jnp.asarray(r), rho)
             np.testing.assert_allclose(float(val), slsqp_primal(p, r, rho, "kl"), atol=1e-7)
             assert float(kl) <= rho + 1e-10
-            val, chi = jax.jit(exp.primal_chi2)(jnp.asarray(p), jnp.asarray(r), rho)
+            val, chi = jax.jit(experiment.primal_chi2)(jnp.asarray(p), jnp.asarray(r), rho)
             np.testing.assert_allclose(float(val), slsqp_primal(p, r, rho, "chi2"), atol=1e-7)
-            np.testing.assert_allclose(float(exp.tv_lp_dual(jnp.asarray(p), jnp.asarray(r),
+            np.testing.assert_allclose(float(experiment.tv_lp_dual(jnp.asarray(p), jnp.asarray(r),
                                                             rho)), linprog_tv(p, r, rho),
                                        atol=1e-10)
 
 
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``)."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp))
+    runner.check_quick_claims(experiment, quick_results)
 
 
 # --------------------------------------------------------------------------- MNL bandit baselines

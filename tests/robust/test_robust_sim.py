@@ -8,10 +8,7 @@ contract cases; claims."""
 
 from __future__ import annotations
 
-import importlib
 import math
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +17,7 @@ import optax
 import pytest
 from scipy import integrate, special, stats
 
+from experiments import runner
 from jaxopt_icml.robust import robust_mean as rm
 from jaxopt_icml.robust import sim
 from jaxopt_icml.testing import AlgorithmCase, TransformationCase
@@ -452,19 +450,8 @@ def test_errors():
 # --------------------------------------------------------------------------- claims
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.robust.robust_sim")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.robust.robust_sim")
-
-
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``), which must still fail."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp))
+    runner.check_quick_claims(experiment, quick_results)

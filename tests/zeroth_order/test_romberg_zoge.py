@@ -9,7 +9,6 @@ from its documented key layout, and Monte Carlo for the noise amplification fact
 
 from __future__ import annotations
 
-import functools
 import math
 
 import jax
@@ -18,6 +17,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml.testing import AlgorithmCase
 from jaxopt_icml.zeroth_order.estimators import sample_directions, two_point, zo_optimizer
 from jaxopt_icml.zeroth_order.romberg_zoge import (
@@ -394,26 +394,14 @@ def test_rejects_bad_arguments(call, name):
 # --------------------------------------------------------------------------- claims
 
 
-@functools.lru_cache(maxsize=1)
-def _quick_results():
-    import experiments.zeroth_order.romberg_zoge as exp
-    from experiments import runner
-
-    return runner.quick_results(exp)
-
-
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes (fixed seeds: deterministic). Margins: slopes
     within 0.05 of 2R+2 (tolerances 0.2-0.5), variance ratios 1 + 2e-7 (tolerance 0.02),
     sum w^2 inflation within 0.3% (5%), noise within 0.4% (1.5%), ZO-SGD 16/16 seeds (12)."""
-    import experiments.zeroth_order.romberg_zoge as exp
-    from experiments import runner
-
-    results = _quick_results()
-    runner.check_quick_claims(exp, results, expected_failing=())
-    assert not getattr(exp, "KNOWN_FAILING", {})
-    summary = exp.summarize(results)
+    runner.check_quick_claims(experiment, quick_results)
+    assert not getattr(experiment, "KNOWN_FAILING", {})
+    summary = experiment.summarize(quick_results)
     # the two-point trace covariance is (d - 1) |grad f|^2 (sphere, r -> 0): 20000 draws per
     # seed over 16 seeds, relative standard error ~0.3%
     assert summary["two_point_trace_cov_over_(d-1)|grad|^2"] == pytest.approx(1.0, abs=0.015)
@@ -422,15 +410,13 @@ def test_quick_claims():
     runner.use_agg()
     import matplotlib.pyplot as plt
 
-    figs = exp.plot(results, exp.QUICK)
+    figs = experiment.plot(quick_results, experiment.QUICK)
     assert set(figs) == {"bias_order", "zo_sgd", "noise_and_variance"}
     for fig in figs.values():
         plt.close(fig)
 
 
-def test_benchmark_smoke():
-    import experiments.zeroth_order.romberg_zoge as exp
-
-    out = exp.benchmark(dim=256, repeats=2, inner=2)
+def test_benchmark_smoke(experiment):
+    out = experiment.benchmark(dim=256, repeats=2, inner=2)
     assert out["evaluations"] == 6 and out["dim"] == 256
     assert np.isfinite(out["ratio_median"]) and out["ratio_median"] > 0

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import runner
 from jaxopt_icml.testing import AlgorithmCase
 from jaxopt_icml.zeroth_order.estimators import sample_directions
 from jaxopt_icml.zeroth_order.zo_entk import (
@@ -350,26 +351,20 @@ def test_rejects_bad_arguments(call, name):
 # --------------------------------------------------------------------------- claims
 
 
-@functools.lru_cache(maxsize=1)
-def _quick_results():
-    import experiments.zeroth_order.zo_entk as exp
-
-    with jax.enable_x64(False):  # as `python -m experiments run zo_entk --quick` runs it
-        from experiments import runner
-
-        return runner.quick_results(exp)
+@pytest.fixture(scope="module")
+def quick_results(experiment):
+    """The conftest fixture, with x64 off (as `python -m experiments run zo_entk --quick` runs
+    it) whatever the tests around it enable."""
+    with jax.enable_x64(False):
+        return runner.quick_results(experiment)
 
 
 @pytest.mark.claims
-def test_quick_claims():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0 (fixed seeds: deterministic). Every claim passes; margins are in the
     experiment's docstring (keys 0-2: slopes within 0.013 of -1/2, width spread at most 6%,
     variance identity within 2%, one-step slopes within 5e-4 of 1)."""
-    import experiments.zeroth_order.zo_entk as exp
-    from experiments import runner
-
-    results = _quick_results()
-    runner.check_quick_claims(exp, results)
-    summary = exp.summarize(results)
+    runner.check_quick_claims(experiment, quick_results)
+    summary = experiment.summarize(quick_results)
     # the ZO step is NOT explained by the exact eNTK (K_hat != K at P = 16)
     assert min(summary["one-step rel error median/ZO-SGD P=16 vs eNTK"]) > 0.5
