@@ -351,14 +351,6 @@ def test_rejects_bad_arguments(call, name):
 # --------------------------------------------------------------------------- claims
 
 
-@pytest.fixture(scope="module")
-def quick_results(experiment):
-    """The conftest fixture, with x64 off (as `python -m experiments run zo_entk --quick` runs
-    it) whatever the tests around it enable."""
-    with jax.enable_x64(False):
-        return runner.quick_results(experiment)
-
-
 @pytest.mark.claims
 def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0 (fixed seeds: deterministic). Every claim passes; margins are in the
