@@ -257,11 +257,11 @@ def _build(key, sizes):
                      + 0.5 * jax.random.normal(k4, (m, per)))
         return RobustSigmoid(a, b, jnp.float32(lam), jnp.float32(radius))
 
-    return ds.MatrixGame(A), jax.vmap(robust)(jax.random.split(kr, seeds))
+    return ds.MatrixGame(A), jax.vmap(robust)(runner.seed_keys(kr, seeds))
 
 
-@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4, 5), compiler_options=_OPTS)
-def _build_nuclear(key, seeds, n, rank, groups, observed):
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4), compiler_options=_OPTS)
+def _build_nuclear(keys, n, rank, groups, observed):
     def one(k):
         k1, k2, k3 = jax.random.split(k, 3)
         U, V = jax.random.normal(k1, (n, rank)), jax.random.normal(k2, (n, rank))
@@ -269,7 +269,7 @@ def _build_nuclear(key, seeds, n, rank, groups, observed):
         masks = (grp[None] == jnp.arange(groups)[:, None, None]).astype(jnp.float32)
         return U @ V.T / np.sqrt(rank), masks / jnp.sum(masks, axis=(1, 2), keepdims=True)
 
-    return jax.vmap(one)(jax.random.split(key, seeds))
+    return jax.vmap(one)(keys)
 
 
 def make_problem(cfg: Config, key) -> dict:
@@ -279,8 +279,8 @@ def make_problem(cfg: Config, key) -> dict:
     game, robust = _build(runner.rbg_key(seed), (cfg.seeds, cfg.game_n, cfg.rob_groups,
                                                  cfg.rob_per_group, cfg.rob_d, cfg.rob_lam,
                                                  cfg.rob_radius))
-    M, W = _build_nuclear(runner.rbg_key(seed + 7), cfg.nuc_seeds, cfg.nuc_n, cfg.nuc_rank,
-                          cfg.nuc_groups, cfg.nuc_observed)
+    M, W = _build_nuclear(runner.seed_keys(key, cfg.nuc_seeds, stream=7, fast=True), cfg.nuc_n,
+                          cfg.nuc_rank, cfg.nuc_groups, cfg.nuc_observed)
     lam = jnp.full((cfg.nuc_seeds,), cfg.nuc_lam, jnp.float32)
     return {"game": game, "robust": robust, "nuclear": MatrixCompletion(M, W, lam)}
 
@@ -651,8 +651,7 @@ def summarize(results) -> dict:
         int(max(results["config"]["budgets"]) / results["nuc_times"][k]) for k in ("V1", "PGDA")]
     out["OPENBLAS_NUM_THREADS / LAPACK loaded before import"] = [
         results.get("openblas_threads"), results.get("lapack_preloaded")]
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -153,7 +153,7 @@ def make_problem(cfg: Config, key: jax.Array) -> dict:
     ``project_solution``, ``residual_sq``).
     """
     k_det, k_mono, k_sto = jax.random.split(key, 3)
-    split = lambda k: jax.random.split(k, cfg.seeds)
+    split = lambda k: runner.seed_keys(k, cfg.seeds)
     det, mono, (games, z0) = _build(split(k_det), split(k_mono), split(k_sto), cfg.n, cfg.sto_n)
     noisy = problems.NoisyOperator(
         games, jnp.full((cfg.seeds,), cfg.noise_scale, jnp.float64),
@@ -238,7 +238,7 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
         calls, runtime_calls = {}, None
         for i, (kind, name) in enumerate(runner.progress(jobs, enabled=progress, desc=SLUG)):
             oracle, z0 = probs[kind][:2] if kind != "sweep" else probs["det"][:2]
-            keys = base.split_keys(jax.random.fold_in(k_run, i), cfg.seeds)
+            keys = runner.seed_keys(jax.random.fold_in(k_run, i), cfg.seeds)
             if kind == "sweep":
                 gammas = [g for g in cfg.sweep_steps for _ in cfg.sweep_ratios]
                 etas = [g * r for g in cfg.sweep_steps for r in cfg.sweep_ratios]
@@ -423,8 +423,7 @@ def summarize(results) -> dict:
         key = f"sweep gamma={g:g} eta/gamma={e / g:g}"
         out[f"{key} median slope"] = float(np.median(s))
         out[f"{key} diverging seeds (slope > 0)"] = int(np.sum(s > 0))
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

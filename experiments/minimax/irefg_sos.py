@@ -130,14 +130,14 @@ QUICK = Config(seeds=2, steps_by_level=(1000, 2000, 4000, 4000), amd_levels=(1,)
 def make_problem(cfg: Config, key) -> dict:
     """Float64 games: ``driver`` (one Game), ``forgetful_<l>`` and ``chain`` (Games with a
     leading axis of ``cfg.seeds`` draws)."""
-    k = jax.random.key(runner.seed_of(key), impl="unsafe_rbg")
+    k = runner.rbg_key(runner.seed_of(key))
     with jax.enable_x64(True):
         out = {"driver": irefg.absent_minded_driver(dtype=jnp.float64)}
         for i, l in enumerate(cfg.ls):
             pay = jax.random.uniform(jax.random.fold_in(k, i), (cfg.seeds, l - 1, 2, 2),
                                      jnp.float64)
             out[f"forgetful_{l}"] = jax.vmap(irefg.forgetful_game)(pay)
-        keys = jax.random.split(jax.random.fold_in(k, 100), cfg.seeds)
+        keys = runner.seed_keys(k, cfg.seeds, stream=100)
         out["chain"] = jax.vmap(lambda kk: irefg.random_absentminded_chain(
             kk, cfg.chain_depth, 3, dtype=jnp.float64))(keys)
     return out
@@ -221,14 +221,14 @@ def _pga(games, starts, cfg):
 
 @functools.partial(jax.jit, static_argnames=("cfg",),
                    compiler_options=runner.fast_cpu_compile_options())
-def _baselines(forgetful, chains, key, cfg):
+def _baselines(forgetful, chains, keys, cfg):
     out = {}
     for l, games in forgetful.items():
         out[f"vertex_{l}"] = jax.vmap(lambda g: bl.vertex_enumeration(g)[0])(games)
     big = forgetful[max(forgetful)]
     starts = jax.vmap(lambda kk: jax.vmap(lambda k2: bl.random_strategy(
         jax.tree.map(lambda a: a[0], big), k2, jnp.float64))(jax.random.split(kk, cfg.pga_starts))
-    )(jax.random.split(key, cfg.seeds))
+    )(keys)
     ends = _pga(big, starts, cfg)
     out["pga_values"] = jax.vmap(lambda g, xs: jax.vmap(g.utility)(xs))(big, ends)
     gv, gx = jax.vmap(lambda g: bl.grid_search(g, cfg.grid_points))(chains)
@@ -261,7 +261,6 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     the certified bound, the extracted strategy's value, residuals, ranks and wall times; the
     vertex maxima, PGA values, chain ground truths and the level-1 boundedness test."""
     del shard, out_dir, resume
-    seed = runner.seed_of(key)
     probs = make_problem(cfg, key)
     out: dict = {"config": dataclasses.asdict(cfg), "solves": {}}
     with jax.enable_x64(True):
@@ -279,7 +278,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
             out["solves"][f"{name}/{lev}"] = res
         forgetful = {l: probs[f"forgetful_{l}"] for l in cfg.ls}
         base_out = _baselines(forgetful, probs["chain"],
-                              jax.random.key(seed + 7, impl="unsafe_rbg"), cfg)
+                              runner.seed_keys(key, cfg.seeds, stream=7, fast=True), cfg)
         out["baselines"] = jax.tree.map(np.asarray, base_out)
         out["level1_unbounded"] = {
             l: [bool(np.linalg.eigvalsh(_quadratic_part(jax.tree.map(lambda a, i=i: a[i], g)))
@@ -467,8 +466,7 @@ def summarize(results) -> dict:
     out[f"PGA from random starts reaches the max (l={l})"] = float(np.mean(hit))
     out["chain: best known value > best vertex on draws"] = int(np.sum(
         _chain_best(results) > b["chain_vertex"] + 1e-6))
-    for c in theory.check(CLAIMS, results):
-        out[f"claim {c.name}"] = c.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -196,7 +196,7 @@ def make_problem(cfg: Config, key) -> dict:
         e = rg.grid_log_gaussian(grid, mu + cfg.shift * sign, sc)
         return rg.GridMixture(grid, d, e, e, cfg.batch, cfg.norm_batch)
 
-    mis = jax.vmap(one)(jax.random.split(kp, cfg.seeds))
+    mis = jax.vmap(one)(runner.seed_keys(kp, cfg.seeds))
     b0 = jax.random.normal(ki, (cfg.inits, k))
     return {"perfect": perfect, "mis": mis, "inits": jax.nn.log_softmax(b0, axis=-1)}
 
@@ -567,8 +567,7 @@ def summarize(results) -> dict:
     out["robust - certified bound, min over seeds"] = float(np.min(
         _worst_np(r, "lagrange") - np.asarray(r["certified_bound"])))
     out["duality gap max [divide]"] = float(np.max(r["divide_gap"]))
-    for c in theory.check(CLAIMS, r):
-        out[f"claim {c.name}"] = c.value
+    out.update(runner.claim_values(CLAIMS, r))
     return out
 
 

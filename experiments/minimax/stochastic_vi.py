@@ -142,7 +142,7 @@ def _build(keys, n, a):
 def make_problem(cfg: Config, key) -> dict:
     """Per-seed instances (leading seed axis): ``mono``, ``hard`` (bilinear games),
     ``minty`` (weak-Minty linear field) as noisy oracles, and ``z0``."""
-    mono, hard, minty, z0 = _build(jax.random.split(key, cfg.seeds), cfg.n, cfg.minty_a)
+    mono, hard, minty, z0 = _build(runner.seed_keys(key, cfg.seeds), cfg.n, cfg.minty_a)
     full = lambda v: jnp.full((cfg.seeds,), v, jnp.float32)
     return {"mono": problems.NoisyOperator(mono, full(cfg.noise), full(0.0)),
             "hard": problems.NoisyOperator(hard, full(cfg.noise), full(0.0)),
@@ -212,7 +212,8 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
         jobs.append(("eg", "EG (t=1)", "minty", cfg.eg_steps))
     out = {}
     for i, (name, m, prob, steps) in enumerate(runner.progress(jobs, enabled=progress, desc=SLUG)):
-        f = jax.jit(functools.partial(_seeds_run, methods[m], steps=steps), compiler_options=opts)
+        f = runner.seeded_program(functools.partial(_seeds_run, methods[m], steps=steps),
+                                  (0, 0, 0), compiler_options=opts)
         keys = jax.random.split(runner.rbg_key(seed * 1000 + i + 1), 2 * cfg.seeds if prob == "both"
                                 else cfg.seeds)
         out[name] = jax.tree.map(np.asarray, f(probs[prob], z0_both if prob == "both" else z0,
@@ -367,8 +368,7 @@ def summarize(results) -> dict:
         out["EG t=1 weak Minty diverged fraction"] = float(
             np.mean(np.max(results["eg"]["sq"], 1) > 1e12))
     out["relaxed FBF final res (max over seeds)"] = float(np.max(results["relaxed"]["res"][:, -1]))
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

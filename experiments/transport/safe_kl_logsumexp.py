@@ -265,9 +265,9 @@ def _grad_bias(cfg, prob, seed):
             "safe_equals_lse_grad": rel(full_safe, full_lse)}
 
 
-def _dro_train(cfg, prob, seed):
-    """All DRO methods x seeds: one scan, vmapped. Returns the exact objective per method and
-    seed (``inf`` when the run produced inf/NaN)."""
+def _dro_train(cfg, prob, keys):
+    """All DRO methods x seeds (one key per seed): one scan, vmapped. Returns the exact
+    objective per method and seed (``inf`` when the run produced inf/NaN)."""
     X, y = prob["X"], prob["y"]
     methods = make_methods(cfg)
     names = [k for k in methods if "DRO" in k]
@@ -290,14 +290,13 @@ def _dro_train(cfg, prob, seed):
         val = exact(p["theta"])
         return jnp.where(jnp.isfinite(val), val, jnp.inf)
 
-    keys = jax.random.split(runner.rbg_key(seed), cfg.seeds)
     return {name: jax.vmap(functools.partial(one, name))(keys) for name in names}
 
 
 # --------------------------------------------------------------------------- claim 4
 
 
-def _ot_run(cfg, ot, seed):
+def _ot_run(cfg, ot, keys):
     from ott.geometry import pointcloud
     from ott.problems.linear import linear_problem
     from ott.solvers.linear import sinkhorn
@@ -324,7 +323,6 @@ def _ot_run(cfg, ot, seed):
         _, (vals, fin) = jax.lax.scan(outer, alg.init(x0, key), jnp.arange(cfg.ot_chunks))
         return jnp.where(fin, vals, -jnp.inf)
 
-    keys = jax.random.split(runner.rbg_key(seed), cfg.ot_seeds)
     res = {name: jax.vmap(functools.partial(one, methods[name]))(keys)
            for name in ("Safe-KL semi-dual OT", "exponential semi-dual OT")}
     res["ott_reg_ot_cost"] = out.reg_ot_cost
@@ -336,9 +334,9 @@ def _ot_run(cfg, ot, seed):
 
 @functools.partial(jax.jit, static_argnums=(0, 3),
                    compiler_options=runner.fast_cpu_compile_options())
-def _program(cfg, prob, ot, seed):
-    return {"grad": _grad_bias(cfg, prob, seed + 1), "dro": _dro_train(cfg, prob, seed + 2),
-            "ot": _ot_run(cfg, ot, seed + 3)}
+def _program(cfg, prob, ot, seed, dro_keys, ot_keys):
+    return {"grad": _grad_bias(cfg, prob, seed + 1), "dro": _dro_train(cfg, prob, dro_keys),
+            "ot": _ot_run(cfg, ot, ot_keys)}
 
 
 def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_dir=None,
@@ -353,7 +351,9 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     seed = runner.seed_of(key)
     probs = make_problem(cfg, key)
     out = {"identity": _identity(cfg, seed), "config": dataclasses.asdict(cfg)}
-    res = _program(cfg, probs["dro"], probs["ot"], seed)
+    res = _program(cfg, probs["dro"], probs["ot"], seed,
+                   runner.seed_keys(key, cfg.seeds, stream=2, fast=True),
+                   runner.seed_keys(key, cfg.ot_seeds, stream=3, fast=True))
     out.update(jax.tree.map(np.asarray, res))
     return out
 
@@ -509,8 +509,7 @@ def summarize(results) -> dict:
     out["OT Sinkhorn converged"] = bool(o["ott_converged"])
     for k in ("Safe-KL semi-dual OT", "exponential semi-dual OT"):
         out[f"{k}: final semi-dual per seed"] = [float(v) for v in o[k][:, -1]]
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -169,8 +169,7 @@ def benzene():
 def make_problem(cfg: Config, key) -> dict:
     """Per-seed ring problems for claim 1, the LP problem (claims 2, 4), its noisy copy, the
     speed problem (claim 3) and the molecule (claim 5); NumPy float64."""
-    seed = _seed(key)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(runner.seed_of(key))
     ent = [ring_problem(rng, cfg.rotations, cfg.src_radii, cfg.tgt_radii)
            for _ in range(cfg.seeds)]
     lp = ring_problem(rng, cfg.lp_rotations, cfg.lp_radii, cfg.lp_radii)
@@ -193,11 +192,6 @@ def make_methods(cfg: Config) -> dict:
     """The paper's pipeline and the ott-jax baseline, as ``fn(C, a, b, eps, threshold)``."""
     del cfg
     return {"symmetry-reduced (ours)": reduced_pipeline, "ott-jax Sinkhorn (full)": full_sinkhorn}
-
-
-def _seed(key) -> int:
-    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
-    return int(np.asarray(jax.random.key_data(key) if typed else key).ravel()[-1])
 
 
 # --------------------------------------------------------------------------- solvers
@@ -294,7 +288,8 @@ def _entropic_runs(cfg, problems) -> dict:
         Bs = jnp.asarray(np.stack([p[2] for p in problems]))
         eps = cfg.eps_scale * jnp.mean(Cs, axis=(1, 2))
         thr = jnp.asarray(cfg.threshold)
-        f, g, val, iters = jax.jit(jax.vmap(_full, in_axes=(0, 0, 0, 0, None)))(
+        axes = (0, 0, 0, 0, None)
+        f, g, val, iters = runner.seeded_program(jax.vmap(_full, in_axes=axes), axes)(
             Cs, As, Bs, eps, thr)
         out = {k: [] for k in ("p", "q", "value_rel_err", "plan_err", "row_err", "col_err",
                                "iters_full", "iters_reduced")}
@@ -565,8 +560,7 @@ def summarize(results) -> dict:
         "claim 5 benzene values full / reduced": [results["benzene"]["full"],
                                                   results["benzene"]["reduced"]],
     }
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -6,10 +6,8 @@ property, the game value against scipy's linprog, errors, contract cases, claims
 from __future__ import annotations
 
 import functools
-import importlib
 import itertools
-import sys
-from pathlib import Path
+import os
 
 import jax
 import jax.numpy as jnp
@@ -17,24 +15,17 @@ import numpy as np
 import pytest
 from flax import struct
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.minimax import dual_smoothing as ds
 from jaxopt_icml.minimax import lmo as lm
 from jaxopt_icml.minimax import smoothing_baselines as sb
 from jaxopt_icml.testing import AlgorithmCase
 
-
-def _experiment():
-    try:
-        return importlib.import_module("experiments.minimax.dual_dynamic_smoothing")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.minimax.dual_dynamic_smoothing")
-
-
-# Imported before any test decomposes a matrix: the experiment pins OpenBLAS to one thread for
-# its timings (claim 3), which only works before JAX first loads LAPACK.
-_experiment()
+# The experiment pins OpenBLAS to one thread for its timings (claim 3) when it is imported, which
+# only works before JAX first loads LAPACK; the `experiment` fixture imports it later, so the same
+# pin is set here, at collection, before any test decomposes a matrix.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 class _MatrixOracle(struct.PyTreeNode):
@@ -404,12 +395,11 @@ def test_v3_matrix_game_value_matches_linprog():
     assert float(jnp.max(game.A.T @ state.x_avg)) >= res.fun - 1e-9
 
 
-def test_experiment_oracles():
+def test_experiment_oracles(experiment):
     """The experiment's robust and matrix-completion oracles: hand-written gradients equal
     ``jax.grad``; ``y*(x)`` maximises ``f(x, .)`` over the simplex (beats 200 random points)."""
-    exp = _experiment()
-    cfg = exp.Config(seeds=1, nuc_seeds=1, nuc_n=6, rob_d=4, rob_per_group=7, game_n=3)
-    probs = exp.make_problem(cfg, jax.random.PRNGKey(0))
+    cfg = experiment.Config(seeds=1, nuc_seeds=1, nuc_n=6, rob_d=4, rob_per_group=7, game_n=3)
+    probs = experiment.make_problem(cfg, jax.random.PRNGKey(0))
     rob = jax.tree.map(lambda a: a[0].astype(jnp.float64), probs["robust"])
     mc = jax.tree.map(lambda a: a[0].astype(jnp.float64), probs["nuclear"])
     rng = _rng(12)
@@ -458,7 +448,7 @@ def test_errors():
 
 
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (key 0) passes except the documented non-reproductions, which
     must still fail. The exception is ``equal_time_win_fraction_long``, whose outcome depends on
     the machine's wall clock (its budget is converted to steps with measured step times; QUICK's
@@ -467,10 +457,6 @@ def test_claims_quick():
     value error 5.5e-4, robust min FW gaps 1.2e-3 / 2.0e-3 (relative 0.011), anytime diff 0,
     LMO/SVD time 0.04-0.06, V1/PGDA step time 0.11-0.13, equal-time wins 1.0 (0.05 s) and 0.0
     (0.5 s), mu = 0 stuck fraction 0.0, V1 smoothing wins 1.0."""
-    exp = _experiment()
-    from experiments import runner
-
     clock = "equal_time_win_fraction_long"
-    checked = runner.check_quick_claims(exp, runner.quick_results(exp),
-                                        expected_failing=exp.KNOWN_FAILING, tolerate={clock})
+    checked = runner.check_quick_claims(experiment, quick_results, tolerate={clock})
     assert 0.0 <= {c.name: c.value for c in checked}[clock] <= 1.0

@@ -3,15 +3,12 @@ counts, and the paper's claims at quick size."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base, problems, theory
 from jaxopt_icml import minimax as mm
 from jaxopt_icml.testing import AlgorithmCase, TransformationCase
@@ -331,25 +328,14 @@ def test_goma_reaches_inverse_square_rate_on_small_game():
     assert float(theory.power_law_slopes(ks, np.asarray(r)[ks - 1])) <= -1.8
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.minimax.goma")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.minimax.goma")
-
-
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every claim of experiments/minimax/goma.py at QUICK size, fixed key. Measured margins at
     QUICK (key 0): bilinear slope -1.98 vs -1.8, ratio 12.2 vs 40; monotone slope -1.99 vs -1.8,
     ratio 9.3 vs 40; EG/OGDA medians -1.52/-1.51 vs -1.75; runtime call excess 0 vs 0; budget
     fraction 1.0 vs 0.8; stochastic slope -0.94 vs -0.4; contrast 1.0 vs 0.9. The fixed key
     makes the test deterministic (no false-failure rate beyond numerical changes)."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=())
+    runner.check_quick_claims(experiment, quick_results)
 
 
 def test_anchor_does_not_share_the_params_buffer():

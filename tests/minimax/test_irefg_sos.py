@@ -5,16 +5,14 @@ and optionally the Clarabel interior-point solver); contract cases; claims."""
 
 from __future__ import annotations
 
-import importlib
 import itertools
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.minimax import irefg as ir
 from jaxopt_icml.minimax import irefg_baselines as bl
@@ -184,13 +182,12 @@ def test_sos_side_is_the_polynomial_identity():
         np.testing.assert_allclose(p, CX - AX @ np.prod(x ** full[1:], 1), rtol=1e-12)
 
 
-def test_level_one_forgetful_relaxation_is_unbounded():
+def test_level_one_forgetful_relaxation_is_unbounded(experiment):
     """The experiment's level-1 statement: for a forgetful game Q (quadratic part) has a
     direction v^T Q v > 0, and the moments of a Dirac plus s v v^T in the degree-2 block stay
     feasible (every block PSD) while L_y(u) grows like s v^T Q v."""
-    exp = _experiment()
     game = _forgetful(15, 1)
-    Q = exp._quadratic_part(game)
+    Q = experiment._quadratic_part(game)
     lam, V = np.linalg.eigh(Q)
     assert lam[-1] > 0 and abs(np.trace(Q)) < 1e-14
     v = V[:, -1]
@@ -419,18 +416,7 @@ def test_admm_agrees_with_clarabel():
 # --------------------------------------------------------------------------- claims
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.minimax.irefg_sos")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.minimax.irefg_sos")
-
-
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (key 0)."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=())
+    runner.check_quick_claims(experiment, quick_results)

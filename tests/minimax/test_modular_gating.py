@@ -6,10 +6,6 @@ router; the monolithic special cases of the experiment's baselines; errors; clai
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,6 +13,7 @@ import optax
 import pytest
 from scipy import optimize
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.minimax import gate_routing as gr
 from jaxopt_icml.minimax import robust_gate as rg
@@ -372,40 +369,30 @@ def test_distill_router_matches_scipy():
 # --------------------------------------------------------------------------- baselines
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.minimax.modular_gating")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.minimax.modular_gating")
-
-
-def test_em_recovers_two_component_mixture():
-    exp = _experiment()
+def test_em_recovers_two_component_mixture(experiment):
     grid = jnp.linspace(-10.0, 10.0, 801)
     logd = rg.grid_log_gaussian(grid, jnp.array([-3.0, 2.0]), jnp.array([1.0, 0.7]))
     p = rg.GridMixture(grid, logd, logd, logd)
-    logq = exp.em_two_gaussians(p, 300)
+    logq = experiment.em_two_gaussians(p, 300)
     want = np.log(0.5 * np.exp(np.asarray(logd)).sum(0))
     assert float(np.sum(np.exp(want) * (want - np.asarray(logq)))) < 1e-6
 
 
-def test_group_dro_with_frozen_lam_is_pooled_gaussian_mle():
+def test_group_dro_with_frozen_lam_is_pooled_gaussian_mle(experiment):
     """The primal-dual code with one flat expert, a quadratic log-gate and zero reference is a
     monolithic Gaussian model; with lr_mix = 0 (lam frozen uniform) it is MLE on the pooled
     domains, i.e. moment matching."""
-    exp = _experiment()
     grid = jnp.linspace(-8.0, 8.0, 201)
     logd = rg.grid_log_gaussian(grid, jnp.array([-2.0, 0.0, 2.5]), jnp.ones(3))
     p = rg.GridMixture(grid, logd, logd, logd)
     flat = rg.GridMixture(grid, logd, jnp.full((1, 201), -np.log(201.0)), jnp.zeros_like(logd))
-    alg = rg.robust_gate_primal_dual(exp.quadratic_log_gate, 3, optax.adam(0.05), lr_mix=0.0,
-                                     normalization="divide")
+    alg = rg.robust_gate_primal_dual(experiment.quadratic_log_gate, 3, optax.adam(0.05),
+                                     lr_mix=0.0, normalization="divide")
     state, _ = base.run(alg, {"w": jnp.array([0.0, -1.0]), "b": jnp.zeros(1)}, flat,
                         jax.random.PRNGKey(0), 3000, trace_fn=lambda s, st, o: ())
-    logq = exp.quadratic_log_gate(state.params, grid)[:, 0]
+    logq = experiment.quadratic_log_gate(state.params, grid)[:, 0]
     logq = logq - jax.nn.logsumexp(logq)
-    mle, m, v = exp.gaussian_mle(p)
+    mle, m, v = experiment.gaussian_mle(p)
     q = np.exp(np.asarray(logq))
     np.testing.assert_allclose(np.sum(q * np.asarray(grid)), float(m), atol=1e-4)
     np.testing.assert_allclose(np.sum(q * (np.asarray(grid) - float(m)) ** 2), float(v),
@@ -433,18 +420,14 @@ def test_errors():
 
 
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproduction
     ``exp.KNOWN_FAILING`` (spec claim 2's per-seed 10% margin over the uniform gate), which
     must still be reported failing."""
-    exp = _experiment()
-    from experiments import runner
-
-    results = runner.quick_results(exp)
-    runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
+    runner.check_quick_claims(experiment, quick_results)
     # a certified lower bound (Blahut-Arimoto on the true domains) must lie below the worst-case
     # KL that every model reached, robust gate and baselines alike
-    bound = np.asarray(results["certified_bound"])
+    bound = np.asarray(quick_results["certified_bound"])
     for name in ("lagrange", "divide", "uniform", "gaussian", "gmm2", "group_dro", "routed"):
-        assert np.all(exp._worst_np(results, name) >= bound - 1e-4), name
-    assert all(np.isfinite(v) for v in exp.summarize(results).values())
+        assert np.all(experiment._worst_np(quick_results, name) >= bound - 1e-4), name
+    assert all(np.isfinite(v) for v in experiment.summarize(quick_results).values())

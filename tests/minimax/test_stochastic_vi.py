@@ -3,15 +3,12 @@ the residual's closed form, the batch-mean law, the SEG mean-square recursion, e
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base, problems
 from jaxopt_icml.minimax import stochastic_vi as sv
 from jaxopt_icml.testing import AlgorithmCase
@@ -153,12 +150,11 @@ def test_batch_mean_law_direct_and_loop():
         np.testing.assert_allclose(np.mean(np.sum(err ** 2, 1)), expect, rtol=0.08)
 
 
-def test_seg_mean_square_recursion_matches_monte_carlo():
+def test_seg_mean_square_recursion_matches_monte_carlo(experiment):
     """NumPy Monte Carlo of single-sample SEG (independent samples, F~ = (M + s G/sqrt(d)) z) on
     a 4-dim bilinear field with z* = 0: E||z_2||^2 equals two steps of the mean-square
     recursion behind the experiment's linearised divergence estimate (t = 0.8, s = 0.5,
     200000 draws)."""
-    exp = _experiment()
     A = np.array([[0.9, 0.2], [-0.3, 0.5]])
     M = np.block([[np.zeros((2, 2)), A], [-A.T, np.zeros((2, 2))]])
     t, s, d, draws = 0.8, 0.5, 4, 200000
@@ -172,16 +168,8 @@ def test_seg_mean_square_recursion_matches_monte_carlo():
     mu, V = np.linalg.eig(M)
     e = np.abs(V.conj().T @ np.array([1.0, -0.5, 0.3, 2.0])) ** 2
     for _ in range(2):
-        e = exp.seg_energy_step(e, mu, t, s * s)
+        e = experiment.seg_energy_step(e, mu, t, s * s)
     np.testing.assert_allclose(mc, e.sum(), rtol=0.02)
-
-
-def _experiment():
-    try:
-        return importlib.import_module("experiments.minimax.stochastic_vi")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.minimax.stochastic_vi")
 
 
 def test_errors():
@@ -211,11 +199,8 @@ def test_errors():
 
 
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (fixed key). Measured at QUICK (key 0): eps missed 0 vs 0,
     calls slope 2.89 vs 4.5, SEG max crossing 527 vs 2e4, crossing vs linearised 0.20 vs 0.69,
     FBF ratio 1.18 vs 10, relaxed FBF calls 7440 vs 2e6, SGDA diverged fraction 1 vs 1."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=())
+    runner.check_quick_claims(experiment, quick_results)

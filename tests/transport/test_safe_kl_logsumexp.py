@@ -5,11 +5,8 @@ and ott-jax's KL(P|a x b) convention; one SGD update re-derived in NumPy; errors
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import math
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +14,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.testing import AlgorithmCase
 from jaxopt_icml.transport import safe_kl as sk
@@ -278,23 +276,14 @@ def test_errors():
         sk.semidual_ot_safe(batch_x=True)
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.transport.safe_kl_logsumexp")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.transport.safe_kl_logsumexp")
-
-
-def test_experiment_bisection_and_step_fns():
-    exp = _experiment()
+def test_experiment_bisection_and_step_fns(experiment):
     rng = np.random.default_rng(4)
     phi = rng.standard_normal(200)
-    c = exp.bisection_c(phi, 2.0)
+    c = experiment.bisection_c(phi, 2.0)
     np.testing.assert_allclose(c, float(sk.safe_log_mean_exp(jnp.asarray(phi), 2.0,
                                                              return_c=True)[1]), atol=1e-12)
     with jax.enable_x64(False):
-        safe_step, full_step, sa, fa = exp.make_step_fns(500, 16)
+        safe_step, full_step, sa, fa = experiment.make_step_fns(500, 16)
         p1, _ = safe_step(*sa)
         p2, _ = full_step(*fa)
     for p in (p1, p2):
@@ -302,12 +291,9 @@ def test_experiment_bisection_and_step_fns():
 
 
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``, which fail at FULL size only), which
     must still fail (a change in either direction shows here). Measured at QUICK: Safe-KL
     gradient error 2.69% vs 2%, Adam exponential dual failing on 0 of 8 seeds."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp))
+    runner.check_quick_claims(experiment, quick_results)

@@ -5,10 +5,6 @@ the exact-check fallback, errors, claims."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,22 +14,17 @@ from ott.problems.linear import linear_problem
 from ott.solvers.linear import sinkhorn
 from scipy.special import logsumexp
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.testing import AlgorithmCase
 from jaxopt_icml.transport import orbits
 from jaxopt_icml.transport import symmetric as sym
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.transport.symmetric_ot")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.transport.symmetric_ot")
-
-
 def _rings(L=12, R=3, Rp=2, seed=0):
-    return _experiment().ring_problem(np.random.default_rng(seed), L, R, Rp)
+    """The experiment's ring problem. Loaded by slug, not through the ``experiment`` fixture:
+    ``CONTRACT_CASES`` builds its problem with it outside this file's tests."""
+    return runner.load("symmetric_ot").ring_problem(np.random.default_rng(seed), L, R, Rp)
 
 
 def _contract_problem(key, dtype):
@@ -271,10 +262,9 @@ def test_relaxed_sinkhorn_same_fixed_point():
 
 
 @pytest.mark.parametrize("problem", ["rings", "hidden"])
-def test_linear_reduction_equals_full_lp(problem):
+def test_linear_reduction_equals_full_lp(experiment, problem):
     """HiGHS on the full LP == transport_simplex on the reduced LP; the lift is feasible,
     optimal, and supported on argmin pairs only."""
-    exp = _experiment()
     if problem == "rings":
         C, a, b = _rings(8, 3, 3, seed=14)
     else:
@@ -283,7 +273,7 @@ def test_linear_reduction_equals_full_lp(problem):
     red = sym.reduce_linear(C, a, b, part)
     out = sym.transport_simplex(red.cost, red.a, red.b)
     v_red, Q = float(out.value), np.asarray(out.plan)
-    v_full, _ = exp.lp_value(C, a, b)
+    v_full, _ = experiment.lp_value(C, a, b)
     assert bool(out.converged)
     np.testing.assert_allclose(v_red, v_full, rtol=1e-10)
     P = np.asarray(sym.lift_linear_plan(Q, C, part, red))
@@ -295,10 +285,9 @@ def test_linear_reduction_equals_full_lp(problem):
     assert np.all(P[C > block_min + 1e-9] == 0)
 
 
-def test_transport_simplex_matches_highs():
+def test_transport_simplex_matches_highs(experiment):
     """Random 5 x 7 problems (generic, tied integer costs, uniform masses: degenerate pivots)
     against scipy HiGHS: same value, feasible non-negative plan, converged."""
-    exp = _experiment()
     simplex = jax.jit(sym.transport_simplex)
     rng = np.random.default_rng(17)
     for trial in range(12):
@@ -309,7 +298,7 @@ def test_transport_simplex_matches_highs():
                                                                               b / b.sum())
         out = simplex(C, a, b)
         x = np.asarray(out.plan)
-        v, _ = exp.lp_value(C, a, b)
+        v, _ = experiment.lp_value(C, a, b)
         assert bool(out.converged) and x.min() >= 0
         np.testing.assert_allclose(float(out.value), v, rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(x.sum(1), a, atol=1e-14)
@@ -359,10 +348,10 @@ def test_errors():
         sym.lift_linear_plan(np.eye(2), C, part, red, tol=-1.0)
 
 
-def test_benchmark_smoke():
+def test_benchmark_smoke(experiment):
     """The bench entry point runs at a tiny size and returns both ratios with context."""
     with jax.enable_x64(False):
-        out = _experiment().benchmark(8, 2, repeats=1, include_detection=False)
+        out = experiment.benchmark(8, 2, repeats=1, include_detection=False)
     assert out["ratio_median"] > 0 and out["including_detection"]["ratio_median"] > 0
     assert (out["n"], out["p"], out["q"], out["group_order"]) == (16, 2, 2, 16)
     assert "partition precomputed" in out["ratio"]
@@ -374,22 +363,17 @@ _TIMING = {"speed_time_ratio_incl_detection"}
 
 
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (key 0). The exactness, noise and molecule claims are
     deterministic and must pass except those in KNOWN_FAILING; the timing claim is reported.
     Measured at QUICK (key 0): value error 1.4e-15 vs 1e-6, plan error 3.0e-14 vs 1e-7, LP
     error 1.4e-15 vs 1e-8, noisy cluster error 1.7e-3 vs 1e-2 at pq/nm = 0.0039, rounding gives
     no reduction (pq/nm = 1, KNOWN_FAILING), time ratio incl. detection 0.49 vs 0.2 (timing,
     KNOWN_FAILING)."""
-    exp = _experiment()
-    from experiments import runner
-
-    results = runner.quick_results(exp)
-    checked = runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING,
-                                        tolerate=_TIMING)
+    checked = runner.check_quick_claims(experiment, quick_results, tolerate=_TIMING)
     failed = {r.name for r in checked if not r.passed}
     assert "noise_round_tol_1e-2_reduction" in failed  # documented non-reproduction
-    summary = exp.summarize(results)
+    summary = experiment.summarize(quick_results)
     assert summary["claim 3 n, p, q, |G|"][1:3] == [8, 8]
 
 
