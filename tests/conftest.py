@@ -46,6 +46,7 @@ _MARKERS = {
     "claims": "runs a paper's claims at quick size with fixed seeds",
     "notebooks": "executes a colab/ notebook with the quick configuration",
     "slow": "longer tests",
+    "x64": "runs in float64 (jax.enable_x64): a test file sets `pytestmark = pytest.mark.x64`",
 }
 
 
@@ -54,6 +55,17 @@ def pytest_configure(config):
     for name, doc in _MARKERS.items():
         if f"{name}:" not in registered:
             config.addinivalue_line("markers", f"{name}: {doc}")
+
+
+@pytest.fixture(autouse=True)
+def _x64_when_marked(request):
+    """``jax.enable_x64(True)`` around every test marked ``x64`` (NumPy-reference and theory
+    tests compare in float64)."""
+    if request.node.get_closest_marker("x64") is None:
+        yield
+        return
+    with jax.enable_x64(True):
+        yield
 
 
 @pytest.fixture

@@ -101,3 +101,33 @@ def test_claim_values_are_the_checked_values():
     claims = (theory.Claim("a", lambda r: r["a"], "<=", 1.0, "s"),
               theory.Claim("b", lambda r: 2 * r["a"], ">", 0.0, "s"))
     assert runner.claim_values(claims, {"a": 0.25}) == {"claim a": 0.25, "claim b": 0.5}
+
+
+def test_paper_is_the_slug_and_the_catalog_title():
+    from jaxopt_icml import catalog
+
+    assert runner.paper("experiments.minimax.goma") == ("goma", catalog.get("goma").title)
+    for bad in ("experiments.optim.goma", "experiments.minimax.nope", "goma", "tests.x.goma"):
+        with pytest.raises(ValueError, match="experiments.<family>.<slug>"):
+            runner.paper(bad)
+    for paper in catalog.implemented():  # every experiment takes both from the catalog
+        exp = runner.load(paper.slug)
+        assert (exp.SLUG, exp.TITLE) == (paper.slug, paper.title)
+
+
+def test_finish_axes_sets_what_is_given():
+    runner.use_agg()
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 10], [1, 100], label="line")
+    assert runner.finish_axes(ax, xlabel="k", ylabel="err", title="t", xscale="log",
+                              legend=7) is fig
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title(), ax.get_xscale()) == (
+        "k", "err", "t", "log")
+    assert ax.get_yscale() == "linear" and ax.get_legend().get_texts()[0].get_fontsize() == 7
+    fig2, ax2 = plt.subplots()
+    runner.finish_axes(ax2, legend=None)
+    assert ax2.get_legend() is None and ax2.get_xlabel() == ""
+    plt.close(fig)
+    plt.close(fig2)

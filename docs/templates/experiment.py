@@ -36,8 +36,11 @@ from jaxopt_icml import base, problems, theory
 
 # replace with the paper's family import, e.g. `from jaxopt_icml import optim as my_family`
 
-SLUG = "my_paper"  # replace with the catalog slug (also the file name)
-TITLE = "My paper: replace with the title of its catalog row"
+# In experiments/<family>/<slug>.py write `SLUG, TITLE = runner.paper(__name__)`: the slug and
+# the catalog row's title, typed nowhere else. The template is not in the catalog, so it names
+# its own.
+SLUG = "my_paper"
+TITLE = "My paper: the title of its catalog row"
 REFERENCE = "Replace with: authors, *title*, ICML 2026, arXiv id."  # optional, for the notebook
 
 
@@ -165,9 +168,6 @@ def plot(results, cfg: Config) -> dict:
         runner.band_plot(ax, k, gap, label=name)
     ref = np.median(results["gap"]["my_method"][:, cfg.fit_start - 1])
     ax.plot(k, ref * cfg.fit_start / k, "k--", lw=1, label=r"$k^{-1}$")
-    ax.set_xlabel("iteration k")
-    ax.set_ylabel(r"$f(x_k) - f^\star$")
-    ax.set_title(f"random quadratics, d={cfg.dim}, {cfg.seeds} seeds")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="iteration k", ylabel=r"$f(x_k) - f^\star$",
+                       title=f"random quadratics, d={cfg.dim}, {cfg.seeds} seeds")
     return {"gap": fig}

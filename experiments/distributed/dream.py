@@ -101,8 +101,7 @@ from jaxopt_icml import base, theory
 # the package re-exports the function dream(), which shadows the module attribute
 dr = importlib.import_module("jaxopt_icml.distributed.dream")
 
-SLUG = "dream"
-TITLE = "DREAM: federated multi-objective learning with drift-aware control variates"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Yuan Zhou, Yidan Ou, Xinli Shi, *DREAM: A Unified Framework for Drift-Corrected "
              "Federated Multi-Objective Learning*, ICML 2026.")
 
@@ -430,10 +429,10 @@ def plot(results, cfg: Config) -> dict:
     rounds = np.arange(1, cfg.drift_rounds + 1)
     for n, g in results["gap"].items():
         runner.band_plot(ax, rounds, np.maximum(g, 1e-8), label=n)
-    ax.set_xlabel("round t")
-    ax.set_ylabel(r"Pareto gap $\min_\lambda\|\sum_m\lambda_m\nabla F_m(x_t)\|$")
-    ax.set_title(f"drift removal, N={cfg.num_clients}, K={cfg.drift_local_steps}")
-    ax.legend(fontsize=7)
+    runner.finish_axes(ax, xlabel="round t",
+                       ylabel=r"Pareto gap $\min_\lambda\|\sum_m\lambda_m\nabla F_m(x_t)\|$",
+                       title=f"drift removal, N={cfg.num_clients}, K={cfg.drift_local_steps}",
+                       legend=7)
     figs["drift"] = fig
 
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -442,16 +441,12 @@ def plot(results, cfg: Config) -> dict:
     for n, g in results["speedup_gap"].items():
         runner.band_plot(ax0, rounds, g**2, label=n)
     ax0.axhline(cfg.tolerance, color="k", lw=0.8, ls=":")
-    ax0.set_xlabel("round t")
-    ax0.set_ylabel(r"gap$^2$")
-    ax0.set_title(rf"DREAM, stochastic gradients $\sigma={cfg.noise_std:g}$")
-    ax0.legend(fontsize=7)
+    runner.finish_axes(ax0, xlabel="round t", ylabel=r"gap$^2$",
+                       title=rf"DREAM, stochastic gradients $\sigma={cfg.noise_std:g}$", legend=7)
     ns, floors = noise_floors(results)
     ax1.loglog(ns, floors.mean(0), "o-", label="noise floor (seed mean)")
     ax1.loglog(ns, floors.mean(0)[0] * ns[0] / ns, "k:", label="slope -1")
-    ax1.set_xlabel("clients N")
-    ax1.set_title("linear speedup")
-    ax1.legend(fontsize=7)
+    runner.finish_axes(ax1, xlabel="clients N", title="linear speedup", legend=7)
     figs["speedup"] = fig
     return figs
 

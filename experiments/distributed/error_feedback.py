@@ -98,8 +98,7 @@ from jaxopt_icml.distributed.error_feedback import (
     tight_rate,
 )
 
-SLUG = "error_feedback"
-TITLE = "Tight analysis of EF and EF21 (error feedback with compressed gradients)"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Daniel Berg Thomsen, Adrien Taylor, Aymeric Dieuleveut, *A Tight Theory of Error "
              "Feedback Algorithms in Distributed Optimization*, ICML 2026, arXiv:2605.31594.")
 
@@ -434,10 +433,8 @@ def plot(results: dict, cfg: Config) -> dict:
     k = np.arange(r["V"].shape[1])
     s = math.sqrt(1 - results["delta_ridge"])
     ax0.semilogy(k, np.median(r["V"][:, 0]) / s * r["rho"] ** k, "k--", label=r"$\rho^k V_0/s$")
-    ax0.set_xlabel("step k")
-    ax0.set_ylabel(r"$\|\nabla f(x_k)\|^2$ (median over seeds)")
-    ax0.set_title(f"ridge, top-{cfg.k} of {cfg.dim}, eta*")
-    ax0.legend(fontsize=7)
+    runner.finish_axes(ax0, xlabel="step k", ylabel=r"$\|\nabla f(x_k)\|^2$ (median over seeds)",
+                       title=f"ridge, top-{cfg.k} of {cfg.dim}, eta*", legend=7)
     ax0.set_ylim(1e-22, None)
     w = results["worst"]
     ax1.plot(cfg.step_scales, w["scan"].T, "o-")

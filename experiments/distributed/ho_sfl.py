@@ -143,8 +143,7 @@ from jaxopt_icml.distributed.ho_sfl import (
     zo_fl,
 )
 
-SLUG = "ho_sfl"
-TITLE = "HO-SFL: hybrid-order split federated learning"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Qiyuan Chen, Xian Wu, Yi Wang, Xianhao Chen, *HO-SFL: Hybrid-Order Split Federated "
              "Learning with Backprop-Free Clients and Dimension-Free Aggregation*, ICML 2026, "
              "arXiv:2603.14773.")
@@ -676,29 +675,22 @@ def plot(results: dict, cfg: Config) -> dict:
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for name, loss in results["loss"].items():
         runner.band_plot(ax, ks, loss, label=name)
-    ax.set_xlabel("round")
-    ax.set_ylabel("training loss (all clients)")
-    ax.set_title("HO-SFL vs FO-SFL vs full-model ZO (median, 10-90% band)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="round", ylabel="training loss (all clients)",
+                       title="HO-SFL vs FO-SFL vs full-model ZO (median, 10-90% band)", legend=7)
     figs["convergence"] = fig
 
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8))
     comm = results["comm"]
     for m in (HO, FO):
         ax0.loglog(comm["d_c"], comm[m] - comm["activation_bits"], "o-", label=m)
-    ax0.set_xlabel("client parameters $d_c$")
-    ax0.set_ylabel("model-update uplink bits / client / round")
-    ax0.legend()
+    runner.finish_axes(ax0, xlabel="client parameters $d_c$",
+                       ylabel="model-update uplink bits / client / round", legend=True)
     depth = results["memory_depth"]
     for k, label in (("inference", "inference"), ("fo_client", "FO-SFL client step"),
                      ("ho_client", "HO-SFL client step")):
         ax1.plot(depth["depths"], depth[k] / 1024, "o-", label=label)
-    ax1.set_xlabel("client hidden layers")
-    ax1.set_ylabel("compiled temp KiB")
-    ax1.set_title(f"client step memory, batch {cfg.memory_batch}")
-    ax1.legend(fontsize=8)
-    fig.tight_layout()
+    runner.finish_axes(ax1, xlabel="client hidden layers", ylabel="compiled temp KiB",
+                       title=f"client step memory, batch {cfg.memory_batch}")
     figs["communication_memory"] = fig
     return figs
 

@@ -96,9 +96,7 @@ from jaxopt_icml.distributed.push_pull_bilevel import (
 )
 from jaxopt_icml.problems.graphs import complete_graph, time_varying_digraphs
 
-SLUG = "push_pull_bilevel"
-TITLE = ("FAB: first-order distributed bilevel optimization with Push-Pull over time-varying "
-         "digraphs")
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Yaoshuai Ma, Xiao Wang, Wei Yao, Jin Zhang, *FAB: A First-Order AB-based Gradient "
              "Algorithm for Distributed Bilevel Optimization over Time-Varying Directed Graphs*, "
              "ICML 2026, arXiv:2605.06328.")
@@ -493,19 +491,15 @@ def plot(results, cfg: Config) -> dict:
     ks = np.arange(1, cfg.quad_steps + 1)
     for m in ("Push-Pull", "row-only tracking", "DGD"):
         runner.band_plot(ax0, ks, np.maximum(results[f"quad/{m}"], 1e-17), label=m)
-    ax0.set_xlabel("iteration k")
-    ax0.set_ylabel(r"$\max_i\|x_{i,k} - x^\star\|$")
-    ax0.set_title("claim 1: unbalanced time-varying digraphs")
-    ax0.legend()
+    runner.finish_axes(ax0, xlabel="iteration k", ylabel=r"$\max_i\|x_{i,k} - x^\star\|$",
+                       title="claim 1: unbalanced time-varying digraphs", legend=True)
     grid = rate_grid(results)
     runner.band_plot(ax1, grid, best_so_far(results), label="Push-Pull", marker="o")
     ref = best_so_far(results).mean(0)[0] * (grid / grid[0]) ** -1.0
     ax1.plot(grid, ref, "k:", label="1/K")
-    ax1.set_xlabel("K")
-    ax1.set_ylabel(r"$\min_{k\leq K}\|\nabla F(\bar x_k)\|^2$ + consensus")
-    ax1.set_title("claim 2: nonconvex Cauchy regression")
-    ax1.legend()
-    fig.tight_layout()
+    runner.finish_axes(ax1, xlabel="K",
+                       ylabel=r"$\min_{k\leq K}\|\nabla F(\bar x_k)\|^2$ + consensus",
+                       title="claim 2: nonconvex Cauchy regression", legend=True)
     figs["single_level"] = fig
 
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
@@ -515,11 +509,9 @@ def plot(results, cfg: Config) -> dict:
             err = np.abs(tr["xbar"] - results["x_star"][:, None])
             runner.band_plot(ax, ks, np.maximum(err, 1e-8), label=name)
     ax.axhline(0.1, color="k", lw=0.8, ls="--")
-    ax.set_xlabel("iteration k")
-    ax.set_ylabel(r"$|\bar x_k - x^\star|$ (log ridge penalty)")
-    ax.set_title("claims 3-4: distributed ridge-hyperparameter tuning")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="iteration k",
+                       ylabel=r"$|\bar x_k - x^\star|$ (log ridge penalty)",
+                       title="claims 3-4: distributed ridge-hyperparameter tuning", legend=7)
     figs["bilevel"] = fig
     return figs
 

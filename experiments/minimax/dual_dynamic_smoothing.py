@@ -127,8 +127,7 @@ from jaxopt_icml.minimax import smoothing_baselines as sb
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 _LAPACK_PRELOADED = "scipy.linalg" in sys.modules
 
-SLUG = "dual_dynamic_smoothing"
-TITLE = "Projection-free saddle-point methods via dual dynamic smoothing (LMO)"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("K.-H. Giang-Tran, S. Shafiee, N. Ho-Nguyen. Projection-Free Algorithms for Minimax "
              "Problems. ICML 2026, arXiv 2603.29870.")
 
@@ -663,19 +662,15 @@ def plot(results, cfg: Config) -> dict:
     ks = results["game_k"]
     for name, g in results["game_gaps"].items():
         runner.band_plot(ax, ks, np.maximum(g, 1e-8), label=name)
-    ax.set_xlabel("iteration k")
-    ax.set_ylabel("duality gap of the averages")
-    ax.set_title("matrix game 50x50")
-    ax.legend(fontsize=7)
+    runner.finish_axes(ax, xlabel="iteration k", ylabel="duality gap of the averages",
+                       title="matrix game 50x50", legend=7)
     figs["matrix_game"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for kind, g in results["robust_gaps"].items():
         best = np.minimum.accumulate(np.maximum(g, 1e-10), axis=1)
         runner.band_plot(ax, np.arange(1, g.shape[1] + 1), best, label=kind)
-    ax.set_xlabel("iteration k")
-    ax.set_ylabel("min_{i<=k} FW gap")
-    ax.set_title("robust sigmoid loss (nonconvex-strongly-concave)")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="iteration k", ylabel="min_{i<=k} FW gap",
+                       title="robust sigmoid loss (nonconvex-strongly-concave)", legend=True)
     figs["robust"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     t = results["nuc_times"]
@@ -683,9 +678,8 @@ def plot(results, cfg: Config) -> dict:
         secs = t[kind] * np.arange(1, tr.shape[1] + 1)
         ref = np.min([x.min(1) for x in results["nuc_traces"].values()], axis=0)
         runner.band_plot(ax, secs, np.maximum(tr - ref[:, None], 1e-9), label=kind)
-    ax.set_xlabel("estimated wall clock per seed (s)")
-    ax.set_ylabel("primal objective - best seen")
-    ax.set_title("nuclear ball 200x200")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="estimated wall clock per seed (s)",
+                       ylabel="primal objective - best seen", title="nuclear ball 200x200",
+                       legend=True)
     figs["nuclear"] = fig
     return figs

@@ -64,8 +64,7 @@ from experiments import runner
 from jaxopt_icml import base, problems, theory
 from jaxopt_icml import minimax as mm
 
-SLUG = "goma"
-TITLE = "GOMA: generalized optimistic methods with anchoring for monotone VIs"
+SLUG, TITLE = runner.paper(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -442,11 +441,8 @@ def plot(results, cfg: Config) -> dict:
         for name in names:
             r = results[kind][name]
             runner.band_plot(ax, np.arange(1, r.shape[1]), r[:, 1:], label=name)
-        ax.set_xlabel("iteration k")
-        ax.set_ylabel(r"$\|F(z_k)\|^2$")
-        ax.set_title(f"{title}, {cfg.seeds} seeds")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
+        runner.finish_axes(ax, xlabel="iteration k", ylabel=r"$\|F(z_k)\|^2$",
+                           title=f"{title}, {cfg.seeds} seeds")
         figs[fig_name] = fig
 
     fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -460,11 +456,8 @@ def plot(results, cfg: Config) -> dict:
     ref = results["stochastic"]["GOMA-stochastic"][:, cfg.sto_fit_start].mean()
     ax.loglog(k, ref * (k / k[0]) ** -0.5, "k--", lw=1, label=r"$k^{-1/2}$")
     ax.set_ylim(bottom=1e-3 * ref, top=1e4 * ref)
-    ax.set_xlabel("iteration k")
-    ax.set_ylabel(r"mean $\|F(z_k)\|^2$")
-    ax.set_title(f"noisy bilinear game, n={cfg.sto_n}, noise {cfg.noise_scale}||z||")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="iteration k", ylabel=r"mean $\|F(z_k)\|^2$",
+                       title=f"noisy bilinear game, n={cfg.sto_n}, noise {cfg.noise_scale}||z||")
     figs["stochastic"] = fig
 
     sw, slopes = results["sweep"], sweep_slopes(results)
@@ -478,18 +471,14 @@ def plot(results, cfg: Config) -> dict:
         ax0.plot(ratio[bad], np.zeros(bad.sum()), "x", ms=9, color=line.get_color())
     ax0.axhline(-2.0, color="k", ls=":", lw=1)
     ax0.axhline(-1.8, color="r", ls="--", lw=1, label="claim threshold -1.8")
-    ax0.set_xlabel(r"$\eta/\gamma$")
-    ax0.set_ylabel(r"median slope of $\|F(z_k)\|^2$ (x at 0: diverges)")
-    ax0.set_title(f"GOMA eta/gamma sweep, bilinear n={cfg.n}")
-    ax0.legend(fontsize=8)
+    runner.finish_axes(ax0, xlabel=r"$\eta/\gamma$",
+                       ylabel=r"median slope of $\|F(z_k)\|^2$ (x at 0: diverges)",
+                       title=f"GOMA eta/gamma sweep, bilinear n={cfg.n}")
     k = np.arange(1, sw["residual"].shape[-1])
     for g, e, r, s in zip(sw["gamma"], sw["eta"], sw["residual"], slopes, strict=True):
         if np.all(s <= 0):
             runner.band_plot(ax1, k, r[:, 1:], label=rf"$\gamma={g:g}, \eta/\gamma={e / g:g}$")
-    ax1.set_xlabel("iteration k")
-    ax1.set_ylabel(r"$\|F(z_k)\|^2$")
-    ax1.set_title("settings with no diverging seed")
-    ax1.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax1, xlabel="iteration k", ylabel=r"$\|F(z_k)\|^2$",
+                       title="settings with no diverging seed", legend=7)
     figs["sweep"] = fig
     return figs

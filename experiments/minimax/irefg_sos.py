@@ -97,8 +97,7 @@ from jaxopt_icml.minimax import irefg
 from jaxopt_icml.minimax import irefg_baselines as bl
 from jaxopt_icml.minimax import sdp as sa
 
-SLUG = "irefg_sos"
-TITLE = "Sum-of-squares hierarchies for imperfect-recall extensive-form games"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Rui Zheng, Ryann Sim, Antonios Varvitsiotis, *Solving Imperfect-Recall Games via "
              "Sum-of-Squares Optimization*, ICML 2026, arXiv 2602.21722.")
 ACCELERATOR = "GPU"
@@ -482,17 +481,15 @@ def plot(results, cfg: Config) -> dict:
     amd = [_solve(results, "driver", t)["certified"][0] - 4 / 3 for t in cfg.amd_levels]
     ax.semilogy(cfg.amd_levels, np.maximum(np.abs(amd), 1e-16), "s-", label="driver")
     ax.axhline(cfg.tol, color="k", ls=":", lw=0.8, label="exactness tolerance")
-    ax.set_xlabel("level t")
-    ax.set_ylabel("certified bound - maximum (worst draw)")
-    ax.set_title("every bound is exact; the rise at t = 4 is ADMM accuracy", fontsize=9)
-    ax.legend()
+    runner.finish_axes(ax, xlabel="level t", ylabel="certified bound - maximum (worst draw)",
+                       title="every bound is exact; the rise at t = 4 is ADMM accuracy", fontsize=9,
+                       legend=True)
     figs["bounds"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     b = results["baselines"]
     l = max(cfg.ls)
     ax.hist((b[f"vertex_{l}"][:, None] - b["pga_values"]).ravel(), bins=30)
-    ax.set_xlabel("vertex maximum - PGA value (per start)")
-    ax.set_ylabel("count")
-    ax.set_title(f"projected gradient ascent, forgetful l={l}")
+    runner.finish_axes(ax, xlabel="vertex maximum - PGA value (per start)", ylabel="count",
+                       title=f"projected gradient ascent, forgetful l={l}", legend=None)
     figs["pga"] = fig
     return figs

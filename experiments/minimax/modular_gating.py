@@ -117,8 +117,7 @@ from jaxopt_icml import base, theory
 from jaxopt_icml.minimax import gate_routing as gr
 from jaxopt_icml.minimax import robust_gate as rg
 
-SLUG = "modular_gating"
-TITLE = "Modular generative modeling: minimax robust gate via stochastic primal-dual"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Corinna Cortes, Mehryar Mohri, Yutao Zhong, *A Theoretical Framework for Modular "
              "Learning of Robust Generative Models*, ICML 2026, arXiv:2602.17554.")
 
@@ -582,9 +581,8 @@ def plot(results, cfg: Config) -> dict:
     data = [_worst_np(r, n) for n in names]
     ax.boxplot(data, showfliers=True)
     ax.set_xticks(range(1, len(names) + 1), names, rotation=35, ha="right", fontsize=8)
-    ax.set_ylabel("max_j KL(D_j || model) (nats)")
-    ax.set_yscale("log")
-    ax.set_title(f"worst-case KL over {cfg.seeds} seeds")
+    runner.finish_axes(ax, yscale="log", ylabel="max_j KL(D_j || model) (nats)",
+                       title=f"worst-case KL over {cfg.seeds} seeds", legend=None)
     figs["worst_kl"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     t = np.arange(1, r["lagrange_max_loss_trace"].shape[1] + 1)
@@ -595,8 +593,6 @@ def plot(results, cfg: Config) -> dict:
         ax.semilogx(t[win - 1:], smooth, label=f"{mode}: max_j L^_j (batch, {win}-step mean)")
     ax.axhline(float(np.median(np.max(r["lagrange_proxy_kl"], -1))), color="k", ls=":",
                label="averaged gate, exact (median)")
-    ax.set_xlabel("step")
-    ax.set_ylabel("proxy loss (nats); batch max is biased up")
-    ax.legend(fontsize=8)
+    runner.finish_axes(ax, xlabel="step", ylabel="proxy loss (nats); batch max is biased up")
     figs["training"] = fig
     return figs

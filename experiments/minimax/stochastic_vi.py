@@ -66,8 +66,7 @@ from jaxopt_icml import base, problems, theory
 from jaxopt_icml import minimax as mm
 from jaxopt_icml.minimax import stochastic_vi as sv
 
-SLUG = "stochastic_vi"
-TITLE = "Stochastic VIs without bounded variance: minibatch FBF"
+SLUG, TITLE = runner.paper(__name__)
 CAP = 1e30
 
 
@@ -381,27 +380,21 @@ def plot(results, cfg: Config) -> dict:
     runner.band_plot(ax, r["calls"][0], r["res"], label="minibatch FBF")
     for e in cfg.eps:
         ax.axhline(e, color="k", ls=":", lw=0.8)
-    ax.set_xlabel("oracle calls")
-    ax.set_ylabel("res(z_k)")
-    ax.set_title("monotone bilinear, multiplicative noise")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="oracle calls", ylabel="res(z_k)",
+                       title="monotone bilinear, multiplicative noise", legend=True)
     figs["complexity"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for t, sq in zip(cfg.seg_steps_sizes, results["seg_sq"], strict=True):
         ax.loglog(np.arange(1, sq.shape[1] + 1), sq.mean(0), label=f"SEG t={t:g}")
     sq = results["fbf_hard"]["sq"]
     ax.loglog(np.arange(1, sq.shape[1] + 1), sq.mean(0), "k", label="minibatch FBF")
-    ax.set_xlabel("step k")
-    ax.set_ylabel("mean ||z_k||^2 (clipped at 1e30)")
-    ax.legend(fontsize=8)
+    runner.finish_axes(ax, xlabel="step k", ylabel="mean ||z_k||^2 (clipped at 1e30)")
     figs["divergence"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     r = results["relaxed"]
     runner.band_plot(ax, r["calls"][0], r["res"], label="relaxed FBF (t=1, alpha=0.5)")
     ax.axhline(0.05, color="k", ls=":")
-    ax.set_xlabel("oracle calls")
-    ax.set_ylabel("res(z_k)")
-    ax.set_title("weak Minty, rho = 0.198")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="oracle calls", ylabel="res(z_k)",
+                       title="weak Minty, rho = 0.198", legend=True)
     figs["weak_minty"] = fig
     return figs

@@ -90,8 +90,7 @@ from experiments import runner
 from jaxopt_icml import base, theory
 from jaxopt_icml.online import cmab, opo
 
-SLUG = "cmab_policy_optimization"
-TITLE = "Policy optimization for contextual bandits with offline regression oracle"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("O. Levy, Y. Mansour. Optimal Regret for Policy Optimization in Contextual Bandits. "
              "ICML 2026, arXiv 2602.13700.")
 
@@ -132,7 +131,7 @@ def _env(cfg, key):
 
 def make_problem(cfg: Config, key) -> cmab.FiniteClassCMAB:
     """The per-seed environments (leading seed axis), as ``run`` draws them."""
-    keys = jax.random.split(runner.rbg_key(runner.seed_of(key)), cfg.seeds)
+    keys = runner.seed_keys(key, cfg.seeds, fast=True)
     return jax.vmap(lambda k: _env(cfg, jax.random.split(k)[0]))(keys)
 
 
@@ -206,14 +205,9 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     ``unsafe_rbg`` bits changed under the partitioned program).
     """
     del out_dir, resume, progress
-    keys = jax.random.split(runner.rbg_key(runner.seed_of(key)), cfg.seeds)
-    batched = _program(cfg)
-    if shard:
-        from jaxopt_icml import mesh as mesh_lib
-
-        out = mesh_lib.shard_seeds(batched, (0,))(keys)
-    else:
-        out = jax.jit(batched, compiler_options=runner.fast_cpu_compile_options())(keys)
+    keys = runner.seed_keys(key, cfg.seeds, fast=True)
+    out = runner.seeded_program(_program(cfg), shard=shard,
+                                compiler_options=runner.fast_cpu_compile_options())(keys)
     regret = {k: np.moveaxis(np.asarray(v, np.float64), 0, 1) for k, v in out.items()}
     return {"regret": regret, "grids": {k: list(v) for k, v in _grids(cfg).items()},
             "points": _points(cfg), "config": dataclasses.asdict(cfg)}
@@ -321,8 +315,7 @@ def summarize(results) -> dict:
         out[f"best scale {name}"] = best_scale(results, name)
         out[f"mean regret K={kmax} {name} (headline c)"] = float(
             regret_at(results, name, kmax).mean())
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 

@@ -107,8 +107,7 @@ from experiments import runner
 from jaxopt_icml import base, theory
 from jaxopt_icml.online import streaming_pca as sp
 
-SLUG = "compressed_oja"
-TITLE = "Compressed Oja's algorithm with two adaptive measurements per sample"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("A. Saad-Falcon, B. Ancelin, J. Romberg. *Global Convergence of Adaptive Sensing "
              "for Principal Eigenvector Estimation.* ICML 2026, arXiv 2505.10882.")
 METHODS = ("compressed Oja", "full Oja", "non-adaptive Oja", "adaptive GROUSE",
@@ -217,12 +216,8 @@ def _batched(cfg: Config):
 
 @functools.lru_cache(maxsize=4)
 def _program(cfg: Config, shard: bool):
-    batched = _batched(cfg)
-    if shard:
-        from jaxopt_icml import mesh as mesh_lib
-
-        return mesh_lib.shard_seeds(batched, (0,))
-    return jax.jit(batched, compiler_options=runner.fast_cpu_compile_options())
+    return runner.seeded_program(_batched(cfg), shard=shard,
+                                 compiler_options=runner.fast_cpu_compile_options())
 
 
 def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_dir=None,
@@ -235,8 +230,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     a different, equally valid stream than ``shard=False`` (with threefry keys the two agree;
     checked on 8 simulated CPU devices)."""
     del progress, out_dir, resume
-    seed = runner.seed_of(key)
-    keys = jax.random.split(runner.rbg_key(seed), cfg.seeds)
+    keys = runner.seed_keys(key, cfg.seeds, fast=True)
     err = np.asarray(_program(cfg, shard)(keys))  # (seeds, dims, checkpoints, methods)
     sin2 = {m: np.transpose(err[..., i], (1, 0, 2)) for i, m in enumerate(METHODS)}
     return {"sin2": sin2, "checkpoints": checkpoints(cfg), "config": dataclasses.asdict(cfg)}
@@ -401,8 +395,7 @@ def summarize(results) -> dict:
     out["t sin^2 / bound (min, max)"] = [bound_ratio_min(results), bound_ratio_max(results)]
     out["(T+t0) sin^2 / linearised, compressed"] = linearised_ratios(results).tolist()
     out["(T+t0) sin^2 / linearised, full Oja"] = linearised_ratios(results, "full Oja").tolist()
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 
@@ -417,18 +410,14 @@ def plot(results, cfg: Config) -> dict:
         runner.band_plot(ax, cps, results["sin2"][m][i], label=m)
     bound = cfg.lam1 * cfg.lam2 * cfg.rate_dim**2 / (cfg.lam1 - cfg.lam2) ** 2
     ax.plot(cps, np.minimum(bound / cps, 1.0), "k:", label="l1 l2 d^2 / (gap^2 t)")
-    ax.set_xlabel("samples t")
-    ax.set_ylabel("sin^2(w_t, v_1)")
-    ax.set_title(f"d = {cfg.rate_dim}")
-    ax.legend(fontsize=7)
+    runner.finish_axes(ax, xlabel="samples t", ylabel="sin^2(w_t, v_1)",
+                       title=f"d = {cfg.rate_dim}", legend=7)
     figs["rates"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     dims = np.asarray(cfg.dims)
     for m in ("compressed Oja", "full Oja", "non-adaptive Oja", "sample covariance"):
         final = results["sin2"][m][:, :, -1]
         ax.loglog(dims, final.mean(1), "o-", label=m)
-    ax.set_xlabel("d")
-    ax.set_ylabel(f"mean sin^2 at T = {cfg.steps}")
-    ax.legend(fontsize=7)
+    runner.finish_axes(ax, xlabel="d", ylabel=f"mean sin^2 at T = {cfg.steps}", legend=7)
     figs["dimension"] = fig
     return figs

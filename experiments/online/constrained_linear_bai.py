@@ -91,8 +91,7 @@ from experiments import runner
 from jaxopt_icml import base, theory
 from jaxopt_icml.online import linear_bai as lb
 
-SLUG = "constrained_linear_bai"
-TITLE = "Constrained linear best-arm identification with covariate selection"
+SLUG, TITLE = runner.paper(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,13 +161,11 @@ def _no_trace(step, state, oracle):
     return None
 
 
-def _jit(fn):
-    return jax.jit(fn, compiler_options=runner.fast_cpu_compile_options())
-
-
 def _compiled_run(fn, *args):
-    """AOT-compiles ``fn`` on ``args``, runs it once; returns (NumPy outputs, run seconds)."""
-    compiled = _jit(fn).lower(*args).compile()
+    """AOT-compiles ``fn`` (batched over seeds) on ``args``, runs it once; returns (NumPy
+    outputs, run seconds)."""
+    program = runner.seeded_program(fn, compiler_options=runner.fast_cpu_compile_options())
+    compiled = program.lower(*args).compile()
     start = time.perf_counter()
     out = jax.block_until_ready(compiled(*args))
     return jax.tree.map(np.asarray, out), time.perf_counter() - start
@@ -433,8 +430,7 @@ def plot(results, cfg: Config) -> dict:
             continue
         ax.semilogx(deltas, tau_ratios(results, name) / results["t_star"], "o-", label=label)
     ax.axhline(1.0, color="k", ls=":", lw=0.8, label="T*_rel")
-    ax.set_xlabel("delta")
-    ax.set_ylabel("E[tau] / (ln(1/delta) T*_rel)")
+    runner.finish_axes(ax, xlabel="delta", ylabel="E[tau] / (ln(1/delta) T*_rel)", legend=None)
     ax.invert_xaxis()
     ax.legend()
     figs["efficiency"] = fig
@@ -442,8 +438,6 @@ def plot(results, cfg: Config) -> dict:
     idx = np.arange(results["w_star"].shape[0])
     ax.bar(idx - 0.2, results["w_star"], 0.4, label="w*_rel")
     ax.bar(idx + 0.2, results["alloc_w"].mean(0), 0.4, label="dual w_t (seed mean)")
-    ax.set_xlabel("pair (a, c)")
-    ax.set_ylabel("allocation")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="pair (a, c)", ylabel="allocation", legend=True)
     figs["allocation"] = fig
     return figs

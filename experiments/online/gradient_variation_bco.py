@@ -97,8 +97,7 @@ from experiments import runner
 from jaxopt_icml import base, theory
 from jaxopt_icml.online import two_point_bco as tp
 
-SLUG = "gradient_variation_bco"
-TITLE = "Gradient-variation bounds for two-point bandit convex optimization"
+SLUG, TITLE = runner.paper(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -495,8 +494,7 @@ def summarize(results) -> dict:
     for name in ("game control variate", "game two-point OGD"):
         out[f"{name}: final gap"] = float(_game_gap(results, name)[-1])
         out[f"{name}: gap slope"] = game_slope(results, name)
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 
@@ -510,35 +508,27 @@ def plot(results, cfg: Config) -> dict:
         r = results[name]
         curve = r["curve"][:, 0] - ks[None] * (r["best"][:, 0, None] / cfg.steps)
         ax.plot(ks, curve.mean(0), label=name)
-    ax.set_xscale("log")
-    ax.set_xlabel("round t")
-    ax.set_ylabel("cumulative loss - t/T x best fixed total")
-    ax.set_title(f"sigma = 0 (static loss), d = {cfg.dim}")
-    ax.legend(fontsize=8)
+    runner.finish_axes(ax, xscale="log", xlabel="round t",
+                       ylabel="cumulative loss - t/T x best fixed total",
+                       title=f"sigma = 0 (static loss), d = {cfg.dim}")
     figs["zero_drift"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     n = len(cfg.sigmas)
     for name in _present(results)[:4]:
         r = results[name]
         ax.loglog(r["V"][:, 1:n].mean(0), r["regret"][:, 1:n].mean(0), "o-", label=name)
-    ax.set_xlabel("V_T")
-    ax.set_ylabel("R_T (seed mean)")
-    ax.legend(fontsize=8)
+    runner.finish_axes(ax, xlabel="V_T", ylabel="R_T (seed mean)")
     figs["adaptivity"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for name in ("control variate", "naive hint"):
         ax.loglog(cfg.dims, [results[f"d={d} {name}"]["regret"].mean() for d in cfg.dims],
                   "o-", label=name)
-    ax.set_xlabel("d")
-    ax.set_ylabel("R_T")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="d", ylabel="R_T", legend=True)
     figs["dimension"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for name in ("game control variate", "game two-point OGD"):
         runner.band_plot(ax, ks, results[name]["gap"], label=name)
-    ax.set_xlabel("round t")
-    ax.set_ylabel("duality gap of the averaged play")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="round t", ylabel="duality gap of the averaged play", legend=True)
     figs["game"] = fig
     return figs
 

@@ -86,8 +86,7 @@ from jaxopt_icml import base, theory
 from jaxopt_icml.online import observation_sf as osf_lib
 from jaxopt_icml.online import sf_systems
 
-SLUG = "spectral_filtering"
-TITLE = "Spectral filtering for marginally stable (nonlinear) dynamical systems"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("E. Dogariu, A. Brahmbhatt, E. Hazan. *Universal Learning of Nonlinear Dynamics*. "
              "arXiv 2508.11990 (ICML 2026 catalog row).")
 GROUPS = ("lds", "lds_noisy", "dim16", "dim64", "dim256", "lorenz")
@@ -160,9 +159,8 @@ def _problems(keys, lorenz_keys, cfg):
 def make_problem(cfg: Config, key) -> dict:
     """Trajectories (leading seed axis) per group of :data:`GROUPS`; ``lds_noisy`` keeps its
     system (for the Kalman predictor), the others carry none."""
-    seed = runner.seed_of(key)
-    return _problems(jax.random.split(runner.rbg_key(seed), cfg.seeds),
-                     jax.random.split(runner.rbg_key(seed + 7919), cfg.seeds), cfg)
+    return _problems(runner.seed_keys(key, cfg.seeds, fast=True),
+                     runner.seed_keys(key, cfg.seeds, stream=7919, fast=True), cfg)
 
 
 def make_methods(cfg: Config) -> dict:
@@ -242,7 +240,8 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
             ("kalman", methods["Kalman (true model)"], both, kkeys)]
     out = {}
     for name, alg, trajs, ks in runner.progress(jobs, enabled=progress, desc=SLUG):
-        f = jax.jit(functools.partial(_run_batch, alg, steps=T, d=d), compiler_options=opts)
+        f = runner.seeded_program(functools.partial(_run_batch, alg, steps=T, d=d), (0, 0),
+                                  compiler_options=opts)
         out[name] = np.asarray(f(trajs, ks))
     # learners: (groups * seeds, T, methods) -> per group (methods, seeds, T), per coordinate;
     # the RLS rows of the other groups are NaN (not run)
@@ -367,8 +366,7 @@ def summarize(results) -> dict:
     i = results["methods"].index("OSF")
     for n in DIMS:
         out[f"OSF run-average error n={n}"] = float(results["err"][f"dim{n}"][i].mean())
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 
@@ -386,15 +384,12 @@ def plot(results, cfg: Config) -> dict:
         if g == "lds_noisy":
             runner.band_plot(ax, ks, np.cumsum(results["kalman"][1], 1) / ks, label="Kalman",
                              color="k")
-        ax.set_xlabel("t")
-        ax.set_ylabel("average squared error up to t")
-        ax.set_title(title)
-        ax.legend(fontsize=7)
+        runner.finish_axes(ax, xlabel="t", ylabel="average squared error up to t", title=title,
+                           legend=7)
         figs[g] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     ax.semilogy(np.arange(1, results["sigma"].size + 1), results["sigma"], "o-")
-    ax.set_xlabel("j")
-    ax.set_ylabel("sigma_j (Hankel eigenvalue)")
-    ax.set_title(f"spectral filters, L = {cfg.filter_context}")
+    runner.finish_axes(ax, xlabel="j", ylabel="sigma_j (Hankel eigenvalue)",
+                       title=f"spectral filters, L = {cfg.filter_context}", legend=None)
     figs["filters"] = fig
     return figs

@@ -116,8 +116,7 @@ from jaxopt_icml import theory
 from jaxopt_icml.online import olo_learners as cb
 from jaxopt_icml.online import perturbation as pt
 
-SLUG = "unconstrained_blo"
-TITLE = "Perturbation reduction of unconstrained bandit linear optimization to OLO"
+SLUG, TITLE = runner.paper(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -505,8 +504,7 @@ def summarize(results) -> dict:
     for m, name in enumerate(results["dynamic_names"]):
         out[f"dynamic: {name}, regret for S in {cfg['switches']}"] = [
             float(v) for v in dynamic_regrets(results, m)]
-    for r in theory.check(CLAIMS, results):
-        out[f"claim {r.name}"] = r.value
+    out.update(runner.claim_values(CLAIMS, results))
     return out
 
 
@@ -522,16 +520,12 @@ def plot(results, cfg: Config) -> dict:
     for name, c in baseline_curves(results).items():
         ax.loglog(list(c), np.maximum(list(c.values()), 1e-3), marker="x", ls="--",
                   label=f"{name}, R={cfg.baseline_radius:g}")
-    ax.set_xlabel("T")
-    ax.set_ylabel("worst-drift R_T(u) (dotted: R sqrt(dT))")
-    ax.legend(fontsize=7)
+    runner.finish_axes(ax, xlabel="T", ylabel="worst-drift R_T(u) (dotted: R sqrt(dT))", legend=7)
     figs["static_regret"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for m, name in enumerate(results["dynamic_names"]):
         ax.loglog(cfg.switches, np.maximum(dynamic_regrets(results, m), 1e-3), marker="o",
                   label=name)
-    ax.set_xlabel("switches S")
-    ax.set_ylabel("worst-drift dynamic regret")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="switches S", ylabel="worst-drift dynamic regret", legend=True)
     figs["dynamic_regret"] = fig
     return figs

@@ -88,8 +88,7 @@ from jaxopt_icml import theory
 from jaxopt_icml.optim.clipped_sgd import clipped_sgd, power_schedule
 from jaxopt_icml.problems.heavy_tailed import FiniteSumMean, student_t
 
-SLUG = "clipped_sgd"
-TITLE = "Clipped SGD under heavy-tailed data in finite-sum ERM"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Aleksandr Shestakov, Martin Takac, Eduard Gorbunov, \"From Optimization to "
              "Generalization under Heavy-Tailed Data: The Role of Gradient Clipping\", ICML 2026 "
              "(https://icml.cc/virtual/2026/poster/65262; no arXiv id found).")
@@ -426,11 +425,9 @@ def plot(results: dict, cfg: Config) -> dict:
         med = _median_curve(v)
         ax.plot(ns, med[0] * (ns / ns[0]) ** scaling_theory(a), ls="--", lw=1,
                 color=line.get_color())
-    ax.set_xlabel("N")
-    ax.set_ylabel(r"$\sigma_N^2 = \frac{1}{N}\sum_i \|\nabla f(x_\star, \xi_i)\|^2$")
-    ax.set_title(r"scaling law (dashed: $N^{2/\alpha - 1}$)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="N",
+                       ylabel=r"$\sigma_N^2 = \frac{1}{N}\sum_i \|\nabla f(x_\star, \xi_i)\|^2$",
+                       title=r"scaling law (dashed: $N^{2/\alpha - 1}$)")
     figs["scaling"] = fig
 
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -444,8 +441,7 @@ def plot(results: dict, cfg: Config) -> dict:
     ax0.set_title(rf"$E_{{opt}}\|x_T - \hat x_N\|^2$, T={cfg.steps}")
     ax1.set_title(rf"$E_{{opt}}\|x_T - x_\star\|^2$, T={cfg.steps}")
     for ax in (ax0, ax1):
-        ax.set_xlabel("N")
-        ax.legend(fontsize=7)
+        runner.finish_axes(ax, xlabel="N", legend=7)
     fig.tight_layout()
     figs["optimization"] = fig
 
@@ -456,13 +452,9 @@ def plot(results: dict, cfg: Config) -> dict:
     s = np.sort(results["gen_erm_pop"])
     ax.plot(s, 1.0 - np.arange(1, s.size + 1) / (s.size + 1), "k:", label=r"ERM $\hat x_N$")
     ax.axhline(1 - results["gen_quantile"], color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(r"$\|x_T - x_\star\|^2$")
-    ax.set_ylabel("fraction of data sets above")
-    ax.set_title(f"tails over data sets, N={results['gen_n']}")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, xscale="log", yscale="log", xlabel=r"$\|x_T - x_\star\|^2$",
+                       ylabel="fraction of data sets above",
+                       title=f"tails over data sets, N={results['gen_n']}", legend=7)
     figs["generalization"] = fig
     return figs
 

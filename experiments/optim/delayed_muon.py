@@ -88,8 +88,7 @@ from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml import theory
 from jaxopt_icml.optim.delayed_muon import delay_correction, one_step_delay
 
-SLUG = "delayed_muon"
-TITLE = "One-step-delay (PipeDream-2BW) training: Muon robustness and error-feedback correction"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = (
     "Philip Zmushko, Egor Petrov, Nursultan Abdullaev, Mikhail Khrushchev, Samuel Horvath, "
     "*One-Step Gradient Delay is Not a Barrier for Large-Scale Asynchronous Pipeline Parallel "
@@ -777,9 +776,8 @@ def plot(results: dict, cfg: Config) -> dict:
         i = mlp_best_lr(r, kind)
         for m in range(r["mlp"][kind].shape[2]):
             runner.band_plot(ax, r["mlp_steps"], r["mlp"][kind][:, i, m], label=MODES[m])
-        ax.set_title(f"{kind} at lr={r['mlp_lrs'][kind][i]:g} (sync-tuned)")
-        ax.set_xlabel("step")
-        ax.legend(fontsize=8)
+        runner.finish_axes(ax, xlabel="step",
+                           title=f"{kind} at lr={r['mlp_lrs'][kind][i]:g} (sync-tuned)")
     axes[0].set_ylabel("test loss")
     fig.tight_layout()
     figs["teacher_student"] = fig
@@ -791,11 +789,8 @@ def plot(results: dict, cfg: Config) -> dict:
             for m, mode in enumerate(MODES):
                 ax.plot(r["ls_lrs"][kind], f[:, j, m], marker="o", ls=("-", "--", ":")[m],
                         color=f"C{j}", label=f"beta={beta:g} {mode}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("learning rate")
-        ax.set_title(f"least squares, {kind}")
-        ax.legend(fontsize=7)
+        runner.finish_axes(ax, xscale="log", yscale="log", xlabel="learning rate",
+                           title=f"least squares, {kind}", legend=7)
     axes[0].set_ylabel("final excess loss (seed median)")
     fig.tight_layout()
     figs["least_squares"] = fig
@@ -808,9 +803,7 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.axhline(1.0, color="k", lw=0.8)
     ax.set_xscale("log")
     ax.set_ylim(0, 2)
-    ax.set_xlabel(r"$\eta\lambda$")
-    ax.set_ylabel("spectral radius (dashed: delayed)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel=r"$\eta\lambda$", ylabel="spectral radius (dashed: delayed)",
+                       legend=7)
     figs["stability"] = fig
     return figs

@@ -114,8 +114,7 @@ from jaxopt_icml.optim.deva import (
 from jaxopt_icml.optim.deva_baselines import signum, soap
 from jaxopt_icml.optim.eigenbasis import newton_schulz
 
-SLUG = "deva"
-TITLE = "DeVA: decoupled variance adaptation bridging Adam and spectral descent"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Zitao Song, Cedar Site Bai, Zhe Zhang, Brian Bullins, David F. Gleich, "
              "\"Decoupling Variance and Scale-Invariant Updates in Adaptive Gradient Descent for "
              "Unified Vector and Matrix Optimization\", ICML 2026, arXiv:2602.06880.")
@@ -647,11 +646,9 @@ def plot(results: dict, cfg: Config) -> dict:
     for ax, (setting, by) in zip(axes, results["tq"].items(), strict=True):
         for name, v in by.items():
             runner.band_plot(ax, np.arange(1, v.shape[1] + 1), np.maximum(v, 1e-12), label=name)
-        ax.set_xscale("linear")
-        ax.set_xlabel("step")
-        ax.set_ylabel(r"$f(X_t) - f^*$")
-        ax.set_title(f"trace quadratic, {setting} spectrum ({v.shape[0]} seeds)")
-        ax.legend(fontsize=7)
+        runner.finish_axes(ax, xscale="linear", xlabel="step", ylabel=r"$f(X_t) - f^*$",
+                           title=f"trace quadratic, {setting} spectrum ({v.shape[0]} seeds)",
+                           legend=7)
     fig.tight_layout()
     figs["trace_quadratic"] = fig
 
@@ -663,11 +660,7 @@ def plot(results: dict, cfg: Config) -> dict:
         w = max(1, loss.shape[1] // 50)
         smooth = loss[:, : loss.shape[1] // w * w].reshape(loss.shape[0], -1, w).mean(-1)
         runner.band_plot(ax, (np.arange(smooth.shape[1]) + 1) * w, smooth, label=name)
-    ax.set_xscale("linear")
-    ax.set_xlabel("step")
-    ax.set_ylabel("minibatch cross-entropy")
-    ax.set_title("MLP classifier (teacher labels)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, xscale="linear", xlabel="step", ylabel="minibatch cross-entropy",
+                       title="MLP classifier (teacher labels)", legend=7)
     figs["model"] = fig
     return figs

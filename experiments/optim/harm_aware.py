@@ -90,8 +90,7 @@ from jaxopt_icml.optim.harm_aware import (
     scale_by_harm_aware,
 )
 
-SLUG = "harm_aware"
-TITLE = "Harm-aware optimizer updates via last-layer per-sample proxy"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("\"Mitigating Per-Sample Harm in Stochastic Optimization\", ICML 2026 (poster "
              "62866; authors and arXiv id not available). Method reconstructed from the "
              "abstract; see `jaxopt_icml/optim/harm_aware.py`.")
@@ -584,13 +583,9 @@ def plot(results: dict, cfg: Config) -> dict:
     smooth = lambda v: np.stack([np.convolve(row, kernel, mode="same") / norm for row in v])
     for name, v in results["harm"].items():
         runner.band_plot(ax, steps, smooth(v), label=name)
-    ax.set_xscale("linear")
-    ax.set_yscale("linear")
-    ax.set_xlabel("step")
-    ax.set_ylabel("fraction of batch samples harmed")
-    ax.set_title(f"per-sample harm (moving average over {win} steps)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, xscale="linear", yscale="linear", xlabel="step",
+                       ylabel="fraction of batch samples harmed",
+                       title=f"per-sample harm (moving average over {win} steps)", legend=7)
     figs["harm"] = fig
 
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -608,12 +603,9 @@ def plot(results: dict, cfg: Config) -> dict:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     runner.band_plot(ax, results["proxy_steps"], results["proxy_pearson"], label="Pearson")
-    ax.set_xscale("linear")
-    ax.set_yscale("linear")
+    runner.finish_axes(ax, xscale="linear", yscale="linear", legend=None)
     ax.axhline(0.6, color="k", lw=0.8, ls="--", label="claim threshold")
-    ax.set_xlabel("training step of the checkpoint")
-    ax.set_ylabel("Pearson(head Gram, full Gram), off-diagonal")
-    ax.legend()
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="training step of the checkpoint",
+                       ylabel="Pearson(head Gram, full Gram), off-diagonal", legend=True)
     figs["proxy_quality"] = fig
     return figs

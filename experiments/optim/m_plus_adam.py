@@ -78,8 +78,7 @@ from jaxopt_icml.optim.m_plus_adam import (
     tensor_scale,
 )
 
-SLUG = "m_plus_adam"
-TITLE = "M+Adam: additive plus multiplicative updates for low-precision training"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Xiaoyuan Liang, Sebastian Loeschcke, Mads Toftrup, Anima Anandkumar, "
              "\"M+Adam\", ICML 2026; workshop version \"M+Adam: Stable Low-Precision Training "
              "with Combined Adam-Madam Updates\", OPT 2025 (OpenReview NKT7LFio6e). Madam: "
@@ -534,10 +533,8 @@ def plot(results: dict, cfg: Config) -> dict:
     for ax, (title, ns) in zip(axes[0], panels, strict=True):
         for name in ns:
             runner.band_plot(ax, ks[1:], results["loss"][name][:, 1:], label=name)
-        ax.set_xlabel("step")
-        ax.set_ylabel("training loss")
-        ax.set_title(f"{title}, {cfg.seeds} seeds")
-        ax.legend(fontsize=7)
+        runner.finish_axes(ax, xlabel="step", ylabel="training loss",
+                           title=f"{title}, {cfg.seeds} seeds", legend=7)
     fig.tight_layout()
     figs["loss"] = fig
 
@@ -548,13 +545,9 @@ def plot(results: dict, cfg: Config) -> dict:
         first[first > cfg.steps] = np.nan
         ax.scatter(w0, first, s=8, marker=marker, label=name, alpha=0.6)
     ax.axvline(cfg.large, color="k", ls="--", lw=1, label=f"|w| = {cfg.large:g}")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("|w0|")
-    ax.set_ylabel("first step the stored weight changed (missing: never)")
-    ax.set_title("BF16 stagnation of additive updates")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, xscale="log", yscale="log", xlabel="|w0|",
+                       ylabel="first step the stored weight changed (missing: never)",
+                       title="BF16 stagnation of additive updates", legend=7)
     figs["stagnation"] = fig
 
     fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -563,11 +556,8 @@ def plot(results: dict, cfg: Config) -> dict:
         if results["part"][name] == "descent":
             v = results["loss"][name]
             runner.band_plot(ax, kd[1:], v[:, 1:] / v[:, :1], label=name)
-    ax.set_yscale("linear")
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss / initial loss (full batch)")
-    ax.set_title(f"descent, eta_A = eta_M = {cfg.descent_lr:g}")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, yscale="linear", xlabel="step",
+                       ylabel="loss / initial loss (full batch)",
+                       title=f"descent, eta_A = eta_M = {cfg.descent_lr:g}", legend=7)
     figs["descent"] = fig
     return figs

@@ -99,8 +99,7 @@ from jaxopt_icml.optim.momentum_tracking import (
 )
 from jaxopt_icml.problems.drifting import DriftingQuadratic, drifting_quadratic
 
-SLUG = "momentum_tracking"
-TITLE = "SGD vs momentum for tracking time-varying optima"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Sharan Sahu, Cameron J. Hogan, Martin T. Wells, *On the Provable Suboptimality of "
              "Momentum SGD in Nonstationary Stochastic Optimization*, ICML 2026, "
              "arXiv:2601.12238.")
@@ -729,9 +728,7 @@ def plot(results, cfg: Config) -> dict:
         ax1.plot(bb, noise_ratios(results, m, bb), "o-", color=color,
                  label=f"{METHOD_NAMES[m]}/SGD (MC)")
     ax1.axhspan(0.7, 1.1, color="g", alpha=0.1, label="claim 2 band")
-    ax1.set_xlabel(r"$\beta$")
-    ax1.set_title(r"noise only ($\Delta = 0$), matched step")
-    ax1.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax1, xlabel=r"$\beta$", title=r"noise only ($\Delta = 0$), matched step",
+                       legend=7)
     figs["regime"] = fig
     return figs

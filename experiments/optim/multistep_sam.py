@@ -70,8 +70,7 @@ from jaxopt_icml import theory
 from jaxopt_icml.models import MLP, abstract_params, init_params, pure_apply
 from jaxopt_icml.optim import multistep_sam, scale_by_multistep_sam
 
-SLUG = "multistep_sam"
-TITLE = "Understanding SAM through Minimax Perspective (Multi-step SAM)"
+SLUG, TITLE = runner.paper(__name__)
 
 A_COEF = (1.5, 0.7)
 C_COEF = (0.3, -0.2)
@@ -647,35 +646,29 @@ def plot(results: dict, cfg: Config) -> dict:
         ax0.scatter(np.full(g.shape, i), g, s=12)
         ax0.bar(i, np.median(g), alpha=0.4)
     ax0.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
-    ax0.set_yscale("log")
-    ax0.set_ylabel(r"$\phi(\bar\theta) - \min\phi$")
-    ax0.set_title(f"minimax gap, rho={cfg.rho:g}, {cfg.steps} steps")
+    runner.finish_axes(ax0, yscale="log", ylabel=r"$\phi(\bar\theta) - \min\phi$",
+                       title=f"minimax gap, rho={cfg.rho:g}, {cfg.steps} steps", legend=None)
     for name in names:
         if not name.startswith("unprojected"):
             t = results["minimax_traj"][name][0]
             ax1.plot(t[:, 0], t[:, 1], lw=0.8, label=name)
-    ax1.set_title("trajectories (seed 0)")
-    ax1.legend(fontsize=6)
-    fig.tight_layout()
+    runner.finish_axes(ax1, title="trajectories (seed 0)", legend=6)
     figs["minimax"] = fig
 
     fig, ax = plt.subplots(figsize=(6, 4.2))
     budgets = results["equal_compute_budgets"]
     for name, v in results["equal_compute_gap"].items():
         runner.band_plot(ax, budgets, v, label=name)
-    ax.set_xlabel("gradient evaluations")
-    ax.set_ylabel(r"$\phi(\bar\theta) - \min\phi$ (second-half average)")
-    ax.set_title(f"equal compute, rho={cfg.rho:g} (median, 10-90% band over seeds)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="gradient evaluations",
+                       ylabel=r"$\phi(\bar\theta) - \min\phi$ (second-half average)",
+                       title=f"equal compute, rho={cfg.rho:g} (median, 10-90% band over seeds)",
+                       legend=7)
     figs["equal_compute"] = fig
 
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for name, v in results["inner_shortfall"].items():
         ax.hist(np.log10(np.maximum(v.ravel(), 1e-8)), bins=30, alpha=0.6, label=name)
-    ax.set_xlabel("log10 relative shortfall of the inner max")
-    ax.legend()
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="log10 relative shortfall of the inner max", legend=True)
     figs["inner_shortfall"] = fig
 
     names = list(results["clf_test_acc"])
@@ -688,9 +681,7 @@ def plot(results: dict, cfg: Config) -> dict:
         m, s = curve.mean(0), curve.std(0)
         ax0.plot(xs, m, label=name)
         ax0.fill_between(xs, m - s, m + s, alpha=0.2)
-    ax0.set_xlabel("step")
-    ax0.set_ylabel("train minibatch loss")
-    ax0.legend(fontsize=7)
+    runner.finish_axes(ax0, xlabel="step", ylabel="train minibatch loss", legend=7)
     for i, name in enumerate(names):
         ax1.bar(i - 0.2, results["clf_train_acc"][name].mean(), 0.4, color="C0")
         ax1.bar(i + 0.2, results["clf_test_acc"][name].mean(), 0.4, color="C1")

@@ -94,8 +94,7 @@ from jaxopt_icml import theory
 from jaxopt_icml.robust import apub
 from jaxopt_icml.robust import two_stage as ts
 
-SLUG = "apub"
-TITLE = "APUB: average percentile upper bound for stochastic programming"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("H. Liu, S. Gao, C. Hu. *Managing Epistemic Uncertainty in Stochastic "
              "Optimization through a Statistical Upper Bound Framework*. ICML 2026, "
              "arXiv 2403.08966.")
@@ -531,17 +530,14 @@ def plot(results, cfg: Config) -> dict:
     for k in ("apub", "efron", "clt"):
         ax.plot(ns, [np.mean(results["coverage"][n][k]) for n in ns], "o-", label=k)
     ax.axhline(1 - cfg.cov_alpha, color="k", ls=":", label="1 - alpha")
-    ax.set_xlabel("N")
-    ax.set_ylabel("coverage of mu = 2")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="N", ylabel="coverage of mu = 2", legend=True)
     figs["coverage"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     c = results["consistency"]
     runner.band_plot(ax, c["ns"], c["err"], label="|APUB-M value - v*|")
     ax.plot(c["ns"], c["err"].mean(0)[0] * (c["ns"] / c["ns"][0]) ** -0.5, "k:",
             label="N^-1/2")
-    ax.set_xlabel("N")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="N", legend=True)
     figs["consistency"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     p = results["product_mix"]
@@ -550,8 +546,7 @@ def plot(results, cfg: Config) -> dict:
     lo = min(np.min(p["apub_value"]), np.min(p["saa_value"]))
     hi = max(np.max(p["apub_true"]), np.max(p["saa_value"]))
     ax.plot([lo, hi], [lo, hi], "k:")
-    ax.set_xlabel("reported value")
-    ax.set_ylabel("true expected cost of x_hat")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="reported value", ylabel="true expected cost of x_hat",
+                       legend=True)
     figs["product_mix"] = fig
     return figs

@@ -119,8 +119,7 @@ from jaxopt_icml import base, theory
 from jaxopt_icml.models import mlp
 from jaxopt_icml.robust import credal, credro
 
-SLUG = "credro"
-TITLE = "CreDRO: credal predictors from DRO ensembles"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("K. Wang, G. A. Faza, F. Cuzzolin, S. L. Chau, D. Moens, H. Hallez. *Learning "
              "Credal Ensembles via Distributionally Robust Optimization*. ICML 2026, "
              "arXiv 2602.08470.")
@@ -641,8 +640,6 @@ def plot(results, cfg: Config) -> dict:
         curves = np.array(curves)
         ax.plot(rej, np.median(curves, 0), label=name)
         ax.fill_between(rej, *np.percentile(curves, [10, 90], axis=0), alpha=0.2)
-    ax.set_xlabel("rejection rate")
-    ax.set_ylabel("accuracy of accepted")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="rejection rate", ylabel="accuracy of accepted", legend=True)
     figs["accuracy_rejection"] = fig
     return figs

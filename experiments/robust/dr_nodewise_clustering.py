@@ -113,8 +113,7 @@ from jaxopt_icml.robust import nodewise as nw
 from jaxopt_icml.robust import nodewise_baselines as nb
 from jaxopt_icml.robust import variable_clustering as vc
 
-SLUG = "dr_nodewise_clustering"
-TITLE = "Variable clustering via distributionally robust nodewise regression (ADMM)"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("K. Wang, X. Xu, X. Y. Zhou. *Variable Clustering via Distributionally Robust "
              "Nodewise Regression*. ICML 2026, arXiv 2212.07944.")
 
@@ -563,17 +562,15 @@ def plot(results, cfg: Config) -> dict:
         names.append(f"DRO, sqrt(delta) x {sc:g}")
     ax.boxplot(cols)
     ax.set_xticks(range(1, len(names) + 1), names, rotation=20)
-    ax.set_ylabel("clustering accuracy (seeds)")
-    ax.set_title(f"block model n={cfg.n}, d={cfg.d}, K={cfg.num_clusters}")
+    runner.finish_axes(ax, ylabel="clustering accuracy (seeds)",
+                       title=f"block model n={cfg.n}, d={cfg.d}, K={cfg.num_clusters}", legend=None)
     figs["accuracy"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     s = results["solver"]
     ks = np.arange(1, s["residual_trace"].shape[1] + 1)
     runner.band_plot(ax, ks, np.maximum(s["residual_trace"], 1e-16), label="primal residual")
     runner.band_plot(ax, ks, np.maximum(s["dual_trace"], 1e-16), label="dual residual")
-    ax.set_xlabel("outer ADMM iteration")
-    ax.set_ylabel("residual (float64)")
-    ax.set_title(f"n={cfg.sol_n}, d={cfg.sol_d}")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="outer ADMM iteration", ylabel="residual (float64)",
+                       title=f"n={cfg.sol_n}, d={cfg.sol_d}", legend=True)
     figs["admm_residuals"] = fig
     return figs

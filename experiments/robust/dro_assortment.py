@@ -115,8 +115,7 @@ from jaxopt_icml import base, theory
 from jaxopt_icml.robust import assortment as asst
 from jaxopt_icml.robust import mnl_bandit as mb
 
-SLUG = "dro_assortment"
-TITLE = "Distributionally robust assortment optimization under contextual MNL"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Y. Zhang, Y. Han, Z. Zhou. *Efficient Distributionally Robust Assortment "
              "Optimization in MNL Bandits*. ICML 2026 (abstract only).")
 DIVS = asst.DIVERGENCES
@@ -555,9 +554,8 @@ def plot(results, cfg: Config) -> dict:
         runner.band_plot(ax, ns, np.maximum(results[d]["gap"], 1e-12), label=f"gap ({d})")
     runner.band_plot(ax, ns, results["theta_err"], label="||theta_hat - theta||", ls="--")
     ax.plot(ns, results["theta_err"].mean(0)[0] * (ns / ns[0]) ** -0.5, "k:", label="n^-1/2")
-    ax.set_xlabel("offline choices n")
-    ax.set_ylabel(f"robust revenue gap (rho = {cfg.rho_learn})")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="offline choices n",
+                       ylabel=f"robust revenue gap (rho = {cfg.rho_learn})", legend=True)
     figs["sample_complexity"] = fig
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     rhos = np.asarray(cfg.trade_rhos)
@@ -581,8 +579,7 @@ def plot(results, cfg: Config) -> dict:
                 ax.fill_between(rounds, *np.percentile(cum, [10, 90], axis=0),
                                 color=line.get_color(), alpha=0.2)
         for ax, what in zip(axes, ("nominal", f"robust (KL, rho = {cfg.rho_learn})")):
-            ax.set_xlabel("round")
-            ax.set_ylabel(f"cumulative {what} regret")
+            runner.finish_axes(ax, xlabel="round", ylabel=f"cumulative {what} regret", legend=None)
         axes[0].legend()
         figs["bandit_regret"] = fig
     return figs

@@ -92,8 +92,7 @@ from experiments import runner
 from jaxopt_icml import base, theory
 from jaxopt_icml.robust import sim
 
-SLUG = "robust_sim"
-TITLE = "Robust single index models: spectral initialization plus robust gradient descent"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("S. Das, S. Chatterjee, J. Batra. *Convex Basins in Single-Index Model Loss "
              "Landscapes: Applications to Robust Recovery under Strong Adversarial "
              "Corruption*. ICML 2026, arXiv 2605.29497.")
@@ -479,9 +478,8 @@ def plot(results, cfg: Config) -> dict:
     for k in BASIN_LINKS:
         ax.plot(radii, results["basin"][k].min(axis=1), "o-", label=k)
     ax.axhline(0, color="k", ls=":")
-    ax.set_xlabel("||beta - beta*||")
-    ax.set_ylabel("min over angles of lambda_min H")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="||beta - beta*||", ylabel="min over angles of lambda_min H",
+                       legend=True)
     figs["basin"] = fig
     for i, eps in enumerate(cfg.eps_pair):
         fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -489,10 +487,8 @@ def plot(results, cfg: Config) -> dict:
             tr = h["trace"][i]
             runner.band_plot(ax, np.arange(1, tr.shape[1] + 1), tr, label=name)
         ax.axhline(bound(results, eps), color="k", ls=":", label="2(s sqrt(eps) + s sqrt(d/n))")
-        ax.set_xlabel("GD step")
-        ax.set_ylabel("||beta - beta*||")
-        ax.set_title(f"GeLU, eps = {eps}")
-        ax.legend(fontsize=7)
+        runner.finish_axes(ax, xlabel="GD step", ylabel="||beta - beta*||",
+                           title=f"GeLU, eps = {eps}", legend=7)
         figs[f"gd_eps{eps}"] = fig
     s = results["slope"]
     fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -500,7 +496,6 @@ def plot(results, cfg: Config) -> dict:
     runner.band_plot(ax, s["eps"], np.maximum(s["errors"] - s["clean"][None], 1e-6).T,
                      label="error - clean error")
     ax.plot(s["eps"], cfg.sigma * np.sqrt(s["eps"]), "k:", label="sigma sqrt(eps)")
-    ax.set_xlabel("eps")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="eps", legend=True)
     figs["eps_scaling"] = fig
     return figs

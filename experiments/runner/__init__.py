@@ -2,7 +2,8 @@
 runner`` and use the names below.
 
 * :mod:`~experiments.runner.loading`: where a paper's experiment, notebook and test live;
-  :func:`load` imports an experiment module by slug.
+  :func:`load` imports an experiment module by slug; :func:`paper` gives a module its
+  ``SLUG`` and ``TITLE`` from the catalog.
 * :mod:`~experiments.runner.configs`: :func:`with_seeds`, :func:`config_dict`.
 * :mod:`~experiments.runner.seeds`: :func:`seed_keys` (the one seeds-to-keys helper),
   :func:`seeded_program` (jit or shard a seed-vmapped function).
@@ -13,7 +14,7 @@ runner`` and use the names below.
 * :mod:`~experiments.runner.claims`: :func:`check_quick_claims` (the per-paper claims test) and
   :func:`claim_values` (the claims' lines of a summary).
 * :mod:`~experiments.runner.plotting`: :func:`use_agg`, :func:`band_plot`,
-  :func:`save_figures`.
+  :func:`finish_axes` (the tail every ``plot`` shares), :func:`save_figures`.
 """
 
 from experiments.runner.claims import check_quick_claims, claim_values
@@ -26,6 +27,7 @@ from experiments.runner.loading import (
     experiment_path,
     load,
     notebook_path,
+    paper,
     repo_root,
     test_path,
 )
@@ -35,7 +37,7 @@ from experiments.runner.loop import (
     checkpointed_loop,
     progress,
 )
-from experiments.runner.plotting import band_plot, save_figures, use_agg
+from experiments.runner.plotting import band_plot, finish_axes, save_figures, use_agg
 from experiments.runner.records import (
     RECORD_ENV,
     REUSE_ENV,
@@ -69,8 +71,10 @@ __all__ = [
     "experiment_module",
     "experiment_path",
     "fast_cpu_compile_options",
+    "finish_axes",
     "load",
     "notebook_path",
+    "paper",
     "progress",
     "quick_results",
     "rbg_key",

@@ -13,6 +13,7 @@ from jaxopt_icml import catalog
 
 __all__ = [
     "EXPERIMENT_INTERFACE",
+    "paper",
     "UnknownExperiment",
     "available_slugs",
     "experiment_module",
@@ -66,6 +67,28 @@ def test_path(paper) -> str:
 
 
 test_path.__test__ = False  # not a pytest test despite its name
+
+
+def paper(module_name: str) -> tuple[str, str]:
+    """``(SLUG, TITLE)`` of the experiment module ``experiments.<family>.<slug>``: its slug and
+    its catalog row's title, so that neither is typed twice. An experiment starts with
+    ``SLUG, TITLE = runner.paper(__name__)``.
+
+    Raises:
+      ValueError: ``module_name`` is not ``experiments.<family>.<slug>`` for a catalog row of
+        that family.
+    """
+    parts = module_name.split(".")
+    row = None
+    if len(parts) == 3 and parts[0] == "experiments":
+        try:
+            row = catalog.get(parts[2])
+        except KeyError:
+            row = None
+    if row is None or row.family != parts[1]:
+        raise ValueError(f"{module_name!r} is not experiments.<family>.<slug> for a catalog "
+                         "paper of that family")
+    return row.slug, row.title
 
 
 def available_slugs(root=None) -> list[str]:

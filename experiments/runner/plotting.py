@@ -1,4 +1,5 @@
-"""Figures: the non-interactive backend, seed bands on log-log axes, saving PNGs."""
+"""Figures: the non-interactive backend, seed bands on log-log axes, the shared axes tail,
+saving PNGs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["band_plot", "save_figures", "use_agg"]
+__all__ = ["band_plot", "finish_axes", "save_figures", "use_agg"]
 
 
 def use_agg() -> None:
@@ -68,3 +69,30 @@ def save_figures(figures: Mapping[str, Any], out_dir, *, dpi: int = 120,
 
             plt.close(fig)
     return paths
+
+
+def finish_axes(ax, *, xlabel: str | None = None, ylabel: str | None = None,
+                title: str | None = None, legend: float | bool | None = 8,
+                xscale: str | None = None, yscale: str | None = None):
+    """Labels an experiment's axes and lays out its figure: the tail every ``plot`` shares.
+
+    Sets the scales (``"log"``, ``"linear"`` ...), labels and title that are given, draws the
+    legend with that font size (``True``: matplotlib's default size; ``None``: no legend) and
+    calls the figure's ``tight_layout``. Returns ``ax.figure``.
+    """
+    if xscale is not None:
+        ax.set_xscale(xscale)
+    if yscale is not None:
+        ax.set_yscale(yscale)
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    if title is not None:
+        ax.set_title(title)
+    if legend is True:
+        ax.legend()
+    elif legend is not None and legend is not False:
+        ax.legend(fontsize=legend)
+    ax.figure.tight_layout()
+    return ax.figure

@@ -92,8 +92,7 @@ from experiments import runner
 from jaxopt_icml import theory
 from jaxopt_icml.transport import safe_kl as sk
 
-SLUG = "safe_kl_logsumexp"
-TITLE = "Safe KL: stochastic-gradient-friendly LogSumExp approximation for DRO and OT"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("E. Gladin, A. Kroshnin, J.-J. Zhu, P. Dvurechensky. *Improved Stochastic "
              "Optimization of LogSumExp*. ICML 2026, arXiv 2509.24894.")
 
@@ -521,9 +520,7 @@ def plot(results, cfg: Config) -> dict:
     fig, ax = plt.subplots(figsize=(6, 4.2))
     ax.loglog(i["caps"], np.maximum(i["F"] - i["F_M"], 1e-17), "o-", label="F - F_M")
     ax.axvline(i["max_tilt"], color="k", ls=":", label="largest tilt")
-    ax.set_xlabel("cap M = 1/eps")
-    ax.set_ylabel("F - F_M (float64)")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="cap M = 1/eps", ylabel="F - F_M (float64)", legend=True)
     figs["identity"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     d = results["dro"]
@@ -531,8 +528,8 @@ def plot(results, cfg: Config) -> dict:
     vals = [np.where(np.isfinite(d[k]), d[k], np.nan) for k in names]
     ax.boxplot(vals)
     ax.set_xticks(range(1, len(names) + 1), [k.replace(" DRO (Adam)", "") for k in names])
-    ax.set_ylabel("exact LSE-DRO objective (seeds)")
-    ax.set_title(f"KL-DRO logistic regression, lam = {cfg.lam}")
+    runner.finish_axes(ax, ylabel="exact LSE-DRO objective (seeds)",
+                       title=f"KL-DRO logistic regression, lam = {cfg.lam}", legend=None)
     figs["dro"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     o = results["ot"]
@@ -541,9 +538,8 @@ def plot(results, cfg: Config) -> dict:
         gap = np.abs(ref - np.where(np.isfinite(o[k]), o[k], np.nan)) / abs(ref)
         runner.band_plot(ax, o["steps"], gap, label=k)
     ax.axhline(0.01, color="k", ls=":")
-    ax.set_xlabel("SGD steps")
-    ax.set_ylabel("|Sinkhorn - semi-dual(avg g)| / Sinkhorn")
-    ax.legend()
+    runner.finish_axes(ax, xlabel="SGD steps", ylabel="|Sinkhorn - semi-dual(avg g)| / Sinkhorn",
+                       legend=True)
     figs["ot"] = fig
     return figs
 

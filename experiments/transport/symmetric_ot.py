@@ -96,8 +96,7 @@ from jaxopt_icml import theory
 from jaxopt_icml.transport import orbits
 from jaxopt_icml.transport import symmetric as sym
 
-SLUG = "symmetric_ot"
-TITLE = "Symmetry-reduced optimal transport via orbit decomposition"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("*Optimal Transport with Symmetry Groups*, ICML 2026 (poster 65591; no arXiv id "
              "found). Predecessor: S. Takeda, Y. Akagi, N. Marumo, K. Niwa, *Optimal Transport "
              "with Cyclic Symmetry*, AAAI 2024.")
@@ -589,9 +588,8 @@ def plot(results, cfg: Config) -> dict:
     vals = [s["a_median_s"], s["b_median_s"], s["detection_s"],
             s["excluding_detection"]["b_median_s"]]
     ax.bar(labels, vals)
-    ax.set_yscale("log")
-    ax.set_ylabel("median wall clock (s)")
-    ax.set_title(f"n = m = {s['n']}, p = {s['p']}, q = {s['q']}")
+    runner.finish_axes(ax, yscale="log", ylabel="median wall clock (s)",
+                       title=f"n = m = {s['n']}, p = {s['p']}, q = {s['q']}", legend=None)
     ax.tick_params(axis="x", labelsize=7)
     figs["speed"] = fig
     return figs

@@ -120,8 +120,7 @@ from jaxopt_icml.zeroth_order.romberg_zoge import (
     smooth_test_function,
 )
 
-SLUG = "romberg_zoge"
-TITLE = "Romberg-ZOGE: Romberg-extrapolated zeroth-order gradient estimator"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Hongcheng Dong, Wenqiang Pu, Licheng Zhao, Rui Zhou, Feng Yin, *Romberg-Extrapolated "
              "Zeroth-Order Gradient Estimator: Higher-Order Bias Reduction with Preserved Leading "
              "Directional Variance*, ICML 2026 (poster 65215; no arXiv id found).")
@@ -495,11 +494,9 @@ def plot(results: dict, cfg: Config) -> dict:
         pred = np.median(results[f"bias_pred/{lv}"], 0)
         ax.plot(grid, pred, ls="none", marker="x", color="k",
                 label="leading term (median)" if i == 0 else None)
-    ax.set_xlabel("radius r")
-    ax.set_ylabel(r"$|\sum_k w_k D(r/2^k) - \langle\nabla f, u\rangle|$")
-    ax.set_title("bias order: slopes 2R+2 (median, 10-90% band)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="radius r",
+                       ylabel=r"$|\sum_k w_k D(r/2^k) - \langle\nabla f, u\rangle|$",
+                       title="bias order: slopes 2R+2 (median, 10-90% band)")
     figs["bias_order"] = fig
 
     fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -507,11 +504,9 @@ def plot(results: dict, cfg: Config) -> dict:
     idx = np.unique(np.geomspace(1, cfg.sgd_steps, 200).astype(int)) - 1
     for name, err in results["sgd_error"].items():
         runner.band_plot(ax, ks[idx], err[:, idx], label=name)
-    ax.set_xlabel("step t")
-    ax.set_ylabel(r"$\|x_t - x^\star\|$")
-    ax.set_title(f"ZO-SGD, d={cfg.sgd_dim}, r={cfg.sgd_radius:g} (median, 10-90% band)")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runner.finish_axes(ax, xlabel="step t", ylabel=r"$\|x_t - x^\star\|$",
+                       title=f"ZO-SGD, d={cfg.sgd_dim}, r={cfg.sgd_radius:g} (median, 10-90% band)",
+                       legend=7)
     figs["zo_sgd"] = fig
 
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(10, 3.8))
@@ -519,10 +514,8 @@ def plot(results: dict, cfg: Config) -> dict:
     std = np.sqrt(np.mean(results["noise_var"], 0)) / results["noise_unit"]
     ax0.bar(lv - 0.2, std, 0.4, label="measured")
     ax0.bar(lv + 0.2, results["amplification"], 0.4, label=r"$A_R$")
-    ax0.set_yscale("log")
-    ax0.set_xlabel("R")
-    ax0.set_title(r"noise std in units of $s/(\sqrt{2} r)$")
-    ax0.legend()
+    runner.finish_axes(ax0, yscale="log", xlabel="R",
+                       title=r"noise std in units of $s/(\sqrt{2} r)$", legend=True)
     names = [n for n in results["trace_cov"] if n != "0"]
     vals = [np.mean(variance_ratio(results, n)) for n in names]
     ax1.bar(range(len(names)), vals)

@@ -132,8 +132,7 @@ from jaxopt_icml.zeroth_order.zo_entk import (
     zo_tangent_features,
 )
 
-SLUG = "zo_entk"
-TITLE = "Zeroth-order SGD learning dynamics through the empirical NTK"
+SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("*Learning Dynamics of Zeroth-Order Optimization: A Kernel Perspective*, ICML 2026, "
              "arXiv:2605.03373.")
 DISTRIBUTIONS = ("gaussian", "rademacher")
@@ -598,17 +597,15 @@ def plot(results: dict, cfg: Config) -> dict:
                          label=f"width {w} (d={results['dims'][w]})", marker="o")
     ps = np.asarray(cfg.perturbations, float)
     ax0.plot(ps, 1 / np.sqrt(ps), "k--", lw=0.8, label=r"$P^{-1/2}$")
-    ax0.set_xlabel("perturbations P")
-    ax0.set_ylabel(r"$\|\hat K - K\|_F / (\|J_o\|_F\|J_u\|_F)$")
-    ax0.set_title("dimension-free fidelity (median, 10-90%)")
-    ax0.legend(fontsize=8)
+    runner.finish_axes(ax0, xlabel="perturbations P",
+                       ylabel=r"$\|\hat K - K\|_F / (\|J_o\|_F\|J_u\|_F)$",
+                       title="dimension-free fidelity (median, 10-90%)")
     for kind, lab in (("entry", "worst entry (normalised)"), ("rel", r"$\|\hat K-K\|_F/\|K\|_F$")):
         runner.band_plot(ax1, cfg.out_sizes, _out(results, kind), label=lab, marker="o")
     vs = np.asarray(cfg.out_sizes, float)
     ax1.plot(vs, np.sqrt(vs / cfg.out_perturbations), "k--", lw=0.8, label=r"$\sqrt{V/P}$")
-    ax1.set_xlabel("output size V")
-    ax1.set_title(f"output-size dependence, P={cfg.out_perturbations}")
-    ax1.legend(fontsize=8)
+    runner.finish_axes(ax1, xlabel="output size V",
+                       title=f"output-size dependence, P={cfg.out_perturbations}")
     fig.subplots_adjust(wspace=0.28)  # (tight_layout costs about a second per figure here)
     figs["kernel_fidelity"] = fig
 
@@ -616,9 +613,8 @@ def plot(results: dict, cfg: Config) -> dict:
     for name, errs in results["step"].items():
         runner.band_plot(ax, cfg.step_lrs, errs, label=name, marker="o",
                          ls="--" if "vs eNTK" in name else "-")
-    ax.set_xlabel(r"learning rate $\eta$")
-    ax.set_ylabel("relative error of the first-order prediction")
-    ax.set_title("one-step dynamics (ZO: vs $\\hat K$; dashed: ZO vs $K$)")
-    ax.legend(fontsize=7)
+    runner.finish_axes(ax, xlabel=r"learning rate $\eta$",
+                       ylabel="relative error of the first-order prediction",
+                       title="one-step dynamics (ZO: vs $\\hat K$; dashed: ZO vs $K$)", legend=7)
     figs["one_step"] = fig
     return figs

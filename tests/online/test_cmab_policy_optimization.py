@@ -4,15 +4,12 @@ policy), the baselines' distributions, the environment, action sampling, errors,
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.online import cmab, opo
 from jaxopt_icml.testing import AlgorithmCase
@@ -56,10 +53,7 @@ CONTRACT_CASES = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 def _key(k):
@@ -285,21 +279,9 @@ def test_errors():
         cmab.logistic_cmab(_key(0), spread=-1.0)
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.online.cmab_policy_optimization")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.online.cmab_policy_optimization")
-
-
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """QUICK (key 0): every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (the tuned comparisons), which must still fail."""
-    exp = _experiment()
-    from experiments import runner
-
-    results = runner.quick_results(exp)
-    runner.check_quick_claims(exp, results, expected_failing=exp.KNOWN_FAILING)
-    assert all(np.isfinite(v).all() for v in jax.tree.leaves(exp.summarize(results)))
+    runner.check_quick_claims(experiment, quick_results)
+    assert all(np.isfinite(v).all() for v in jax.tree.leaves(experiment.summarize(quick_results)))

@@ -6,15 +6,12 @@ errors; claims."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base, theory
 from jaxopt_icml.online import streaming_pca as sp
 from jaxopt_icml.testing import AlgorithmCase
@@ -53,10 +50,7 @@ CONTRACT_CASES = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 class Recorder:
@@ -288,16 +282,8 @@ def test_errors():
         sp.sample_covariance_pca().init(jnp.ones(3, jnp.bfloat16), jax.random.PRNGKey(0))
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.online.compressed_oja")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.online.compressed_oja")
-
-
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (key 0, deterministic; 16 seeds, T = 2e4, d in {4, 8, 16}).
     Measured: tail slope -1.02 in [-1.5, -0.7]; d exponents less the finite-d bias 1.87
     (compressed, [1.6, 2.4]) and 0.81 (full, [0.6, 1.4]); 3.30 (non-adaptive, [2.0, 4.0]),
@@ -306,8 +292,4 @@ def test_claims_quick():
     [0.01, 10]; linearised log error 0.23 <= log 2. All pass (KNOWN_FAILING is empty); at
     other keys about one QUICK run in three fails one claim (the experiment's docstring lists
     them), so this test is pinned to key 0."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp),
-                              expected_failing=getattr(exp, "KNOWN_FAILING", ()))
+    runner.check_quick_claims(experiment, quick_results)

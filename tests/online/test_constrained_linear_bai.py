@@ -6,16 +6,13 @@ the feedback law; errors; claims."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.online import linear_bai as lb
 from jaxopt_icml.testing import AlgorithmCase
@@ -61,10 +58,7 @@ CONTRACT_CASES = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 def _np(env):
@@ -368,8 +362,8 @@ def test_instance_margins():
     a = _np_best(X, th, tau)
     order = np.argsort(-m0)
     np.testing.assert_allclose(s[order[0]] - tau[0], 0.2, rtol=1e-12)
-    runner = max(m0[b] for b in range(6) if feas[b] and b != a)
-    np.testing.assert_allclose(m0[a] - runner, 0.2, rtol=1e-12)
+    runner_up = max(m0[b] for b in range(6) if feas[b] and b != a)
+    np.testing.assert_allclose(m0[a] - runner_up, 0.2, rtol=1e-12)
     assert np.all(tau[0] - s[feas] >= 0.2 - 1e-12) and np.all(s[~feas] - tau[0] >= 0.2 - 1e-12)
 
 
@@ -388,20 +382,9 @@ def test_errors():
         lb.constrained_instance(0, num_arms=1)
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.online.constrained_linear_bai")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.online.constrained_linear_bai")
-
-
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (fixed key 0); see the experiment's docstring for the
     measured values and KNOWN_FAILING."""
-    exp = _experiment()
-    from experiments import runner
-
     # exactly the documented misses fail (one that starts passing is noticed too)
-    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=exp.KNOWN_FAILING)
+    runner.check_quick_claims(experiment, quick_results)

@@ -4,16 +4,13 @@ of the hint update, the exact comparator (scipy), errors, claims."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.optimize
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.online import two_point_bco as tp
 from jaxopt_icml.testing import AlgorithmCase
@@ -47,10 +44,7 @@ CONTRACT_CASES = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 # --------------------------------------------------------------------------- NumPy references
@@ -325,11 +319,10 @@ def test_errors():
         tp.quadratic_stream(jnp.zeros((2, 3)), -1.0)
 
 
-def test_experiment_padding_runs_the_low_dimensional_problem():
+def test_experiment_padding_runs_the_low_dimensional_problem(experiment):
     """The experiment's claim-2 trick: a k-dim ball padded with zeros to D dims, directions
     masked and k traced. Padded coordinates stay exactly 0 and the hint update is the k-dim
     Kaczmarz step (h - b) <- (I - u u^T)(h - b) with u supported on the first k coordinates."""
-    exp = _experiment()
     D, k = 7, 3
     mask = jnp.asarray([1.0] * k + [0.0] * (D - k))
     rng = np.random.default_rng(11)
@@ -339,21 +332,22 @@ def test_experiment_padding_runs_the_low_dimensional_problem():
 
     def run(kk):
         alg = tp.optimistic_two_point_bco(1e-3, hint_rate=1.0 / kk,
-                                          domain=exp._masked_ball(mask, kk))
+                                          domain=experiment._masked_ball(mask, kk))
         return base.run(alg, jnp.zeros(D), env, jax.random.PRNGKey(0), 20,
                         trace_fn=lambda s, st, o: (s.x, st.h))[1]
 
     xs, hs = jax.jit(run)(jnp.asarray(float(k)))
     assert np.all(np.asarray(xs)[:, k:] == 0) and np.all(np.asarray(hs)[:, k:] == 0)
     key = jax.random.PRNGKey(5)
-    u = np.asarray(tp.tangent_direction(key, exp._masked_ball(mask, k), jnp.zeros(D)))
+    u = np.asarray(tp.tangent_direction(key, experiment._masked_ball(mask, k), jnp.zeros(D)))
     assert np.all(u[k:] == 0) and abs(np.linalg.norm(u) - 1) < 1e-12
     h = np.zeros(D)
     h[:k] = rng.standard_normal(k)
     lin = tp.quadratic_stream(b[:1], 0.0)
     state = tp.BCOState(jnp.zeros(D), jnp.asarray(h), jnp.zeros(D), jnp.asarray(0.0),
                         jnp.asarray(0, jnp.int32))
-    alg = tp.optimistic_two_point_bco(1e-3, domain=exp._masked_ball(mask, k), hint_rate=1 / k)
+    alg = tp.optimistic_two_point_bco(1e-3, domain=experiment._masked_ball(mask, k),
+                                      hint_rate=1 / k)
     _, new = alg.update(state, lin, key)
     e = h - b[0]
     np.testing.assert_allclose(np.asarray(new.h) - b[0], e - u * (u @ e), atol=1e-9)
@@ -362,19 +356,8 @@ def test_experiment_padding_runs_the_low_dimensional_problem():
 # --------------------------------------------------------------------------- claims
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.online.gradient_variation_bco")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.online.gradient_variation_bco")
-
-
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (key 0); the documented non-reproductions (KNOWN_FAILING)
     must still fail, the others pass."""
-    exp = _experiment()
-    from experiments import runner
-
-    runner.check_quick_claims(exp, runner.quick_results(exp), expected_failing=exp.KNOWN_FAILING)
+    runner.check_quick_claims(experiment, quick_results)

@@ -6,10 +6,7 @@ and scipy's ODE solver; no leakage of y_t into its own prediction; errors; claim
 
 from __future__ import annotations
 
-import importlib
-import sys
 from fractions import Fraction
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -17,6 +14,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.online import observation_sf as osf_lib
 from jaxopt_icml.online import sf_systems
@@ -62,10 +60,7 @@ CONTRACT_CASES = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 def _key(k):
@@ -337,22 +332,10 @@ def test_errors():
         sf_systems.LorenzSystem.create().simulate(jax.random.PRNGKey(0), 0)
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.online.spectral_filtering")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.online.spectral_filtering")
-
-
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (key 0) except the documented non-reproductions
     (``KNOWN_FAILING``), which must still be reported with their values."""
-    exp = _experiment()
-    from experiments import runner
-
     # exactly the documented non-reproductions fail (one that starts passing is noticed too)
-    checked = runner.check_quick_claims(exp, runner.quick_results(exp),
-                                        expected_failing=exp.KNOWN_FAILING)
+    checked = runner.check_quick_claims(experiment, quick_results)
     assert all(np.isfinite(r.value) for r in checked)

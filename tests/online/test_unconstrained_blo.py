@@ -4,10 +4,7 @@ the environments, errors and the QUICK claims."""
 
 from __future__ import annotations
 
-import importlib
 import math
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +12,7 @@ import numpy as np
 import optax
 import pytest
 
+from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.online import olo_learners as cb
 from jaxopt_icml.online import perturbation as pt
@@ -59,10 +57,7 @@ CONTRACT_CASES = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 # --------------------------------------------------------------------------- NumPy references
@@ -285,20 +280,9 @@ def test_errors():
         cb.coin_betting().update(jnp.ones(2), cb.coin_betting().init(jnp.ones(2)))
 
 
-def _experiment():
-    try:
-        return importlib.import_module("experiments.online.unconstrained_blo")
-    except ModuleNotFoundError:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-        return importlib.import_module("experiments.online.unconstrained_blo")
-
-
 @pytest.mark.claims
-def test_claims_quick():
+def test_claims_quick(experiment, quick_results):
     """Every QUICK claim (key 0) passes except the documented KNOWN_FAILING ones."""
-    exp = _experiment()
-    from experiments import runner
-
     # expected: KNOWN_FAILING less FULL_ONLY_FAILING (documented misses at FULL size that pass
     # at QUICK)
-    runner.check_quick_claims(exp, runner.quick_results(exp))
+    runner.check_quick_claims(experiment, quick_results)

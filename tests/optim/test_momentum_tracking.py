@@ -52,10 +52,7 @@ EIGS = np.linspace(1.0, 10.0, 10)
 ETA_EFF = 0.05
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 def _eta(method, beta):

@@ -62,10 +62,7 @@ CONTRACT_CASES = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 # jitted once (eager op-by-op dispatch in x64 compiles every primitive: slow on CI's CPU)

@@ -79,10 +79,7 @@ CONTRACT_CASES = (
 # argument checks are in test_errors.
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 # jitted once (eager float64 op-by-op dispatch compiles every primitive)

@@ -37,10 +37,7 @@ CONTRACT_CASES = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 _prox = jax.jit(nw.spectral_prox)

@@ -49,10 +49,7 @@ _conj = jax.jit(sk.safe_conjugate)
 _conj_grad = jax.jit(jax.vmap(jax.grad(sk.safe_conjugate), in_axes=(0, None)))
 
 
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 def np_conjugate(s, M):

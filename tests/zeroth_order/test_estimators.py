@@ -27,11 +27,7 @@ from jaxopt_icml.zeroth_order.estimators import (
     zo_optimizer,
 )
 
-
-@pytest.fixture(autouse=True)
-def _x64():
-    with jax.enable_x64(True):
-        yield
+pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 
 
 TREE = {"w": np.arange(6.0).reshape(2, 3) / 10 - 0.2, "b": np.array([0.3, -0.7]),
