@@ -23,15 +23,36 @@ def test_seed_keys_are_the_documented_streams():
     np.testing.assert_array_equal(runner.seed_keys(key, 5, stream=7),
                                   jax.random.split(jax.random.fold_in(key, 7), 5))
     fast = runner.seed_keys(key, 5, stream=2, fast=True)
-    expected = jax.random.split(jax.random.key(3 + 2, impl="unsafe_rbg"), 5)
+    expected = jax.random.split(jax.random.key(3 * 65536 + 2, impl="unsafe_rbg"), 5)
     np.testing.assert_array_equal(jax.random.key_data(fast), jax.random.key_data(expected))
     # streams are independent families of keys
     assert not np.array_equal(runner.seed_keys(key, 5, stream=1), runner.seed_keys(key, 5))
+    # one key per part: the stream key itself
+    assert runner.stream_key(key) is key
+    np.testing.assert_array_equal(runner.stream_key(key, 4), jax.random.fold_in(key, 4))
+    data = lambda k: np.asarray(jax.random.key_data(k))
+    np.testing.assert_array_equal(
+        data(runner.stream_key(jax.random.PRNGKey(0), 7, fast=True)),
+        data(jax.random.key(7, impl="unsafe_rbg")))  # key 0's streams are rbg_key(stream)
+    # two keys' fast streams do not coincide (key 1 stream 0 is not key 0 stream 1)
+    assert not np.array_equal(data(runner.stream_key(jax.random.PRNGKey(1), 0, fast=True)),
+                              data(runner.stream_key(jax.random.PRNGKey(0), 1, fast=True)))
+
+
+def test_stream_key_is_the_same_traced_inside_jit():
+    key = jax.random.PRNGKey(5)
+    traced = jax.jit(lambda k: jax.random.key_data(runner.stream_key(k, 3, fast=True)))(key)
+    concrete = jax.random.key_data(runner.stream_key(key, 3, fast=True))
+    np.testing.assert_array_equal(traced, concrete)
+    np.testing.assert_array_equal(concrete, jax.random.key_data(
+        jax.random.key(5 * 65536 + 3, impl="unsafe_rbg")))
 
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"num_seeds": 0}, "num_seeds"), ({"num_seeds": True}, "num_seeds"),
     ({"num_seeds": 2.0}, "num_seeds"), ({"num_seeds": 2, "stream": 1.5}, "stream"),
+    ({"num_seeds": 2, "stream": -1, "fast": True}, "stream"),
+    ({"num_seeds": 2, "stream": 65536, "fast": True}, "stream"),
 ])
 def test_seed_keys_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -131,3 +152,15 @@ def test_finish_axes_sets_what_is_given():
     assert ax2.get_legend() is None and ax2.get_xlabel() == ""
     plt.close(fig)
     plt.close(fig2)
+
+
+def test_seed_sequence_is_the_key_words_and_streams():
+    key = jax.random.PRNGKey(9)
+    words = [int(w) for w in np.asarray(key)]
+    expected = np.random.default_rng([*words, 61, 2]).normal(size=4)
+    np.testing.assert_array_equal(
+        np.random.default_rng(runner.seed_sequence(key, 61, 2)).normal(size=4), expected)
+    typed = jax.random.wrap_key_data(key)
+    assert runner.seed_sequence(typed).entropy == runner.seed_sequence(key).entropy
+    with pytest.raises(ValueError, match="stream"):
+        runner.seed_sequence(key, 1.5)

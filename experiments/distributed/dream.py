@@ -295,12 +295,6 @@ def _speedup_program(cfg: Config):
     return jax.jit(run_all, compiler_options=_compiler_options())
 
 
-def _seed_sequence(key: jax.Array) -> np.random.SeedSequence:
-    """A NumPy seed sequence from the key's data (no device work)."""
-    raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-    return np.random.SeedSequence([int(w) for w in np.asarray(raw, np.uint32).ravel()])
-
-
 def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = False,
         out_dir=None, resume: bool = False) -> dict:
     """All three claims' measurements (three compiled programs of a few seconds each).
@@ -316,7 +310,7 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
     config.
     """
     del shard, progress, out_dir, resume
-    ss_qp, ss_drift, ss_speed = _seed_sequence(key).spawn(3)
+    ss_qp, ss_drift, ss_speed = runner.seed_sequence(key).spawn(3)
     rng = np.random.default_rng(ss_qp)
     deltas = rng.normal(size=(cfg.qp_draws, 2, cfg.qp_dim)) / np.sqrt(cfg.qp_dim)
     with jax.enable_x64(True):

@@ -197,7 +197,8 @@ class RidgeTuning(NamedTuple):
 
 
 def _rng(key) -> np.random.Generator:
-    """A NumPy generator from a JAX key (raw or typed) or from int seed material."""
+    """A NumPy generator from a JAX key (raw or typed), a ``SeedSequence`` or int seed
+    material."""
     if isinstance(key, jax.Array):
         raw = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
         key = np.asarray(raw).astype(np.uint64).tolist()
@@ -207,7 +208,8 @@ def _rng(key) -> np.random.Generator:
 def make_problem(cfg: Config, key) -> dict:
     """One seed's problems, drawn with NumPy on the host (no compilation): ``{"graph",
     "quadratics", "robust", "ridge"}``; oracle leaves have a leading agent axis. ``key``: a
-    JAX key or int seed material. Arrays are float64 NumPy (the run is in float64)."""
+    JAX key, a ``numpy.random.SeedSequence`` (``runner.seed_sequence``) or int seed material.
+    Arrays are float64 NumPy (the run is in float64)."""
     rng = _rng(key)
     n = cfg.num_agents
     graph = time_varying_digraphs(rng, n, cfg.period, extra_edges=cfg.extra_edges,
@@ -400,10 +402,8 @@ def run(cfg: Config, key: jax.Array, *, shard: bool = False, progress: bool = Fa
     :math:`\\max_i\\|x_i - x^\\star\\|`, ``robust/stationarity`` (seeds, robust_steps), and
     per bilevel method ``{"xbar", "spread"}`` (seeds, fab_steps), plus ``x_star`` (seeds,)."""
     del shard, progress, out_dir, resume
-    seed = np.asarray(jax.random.key_data(key) if jnp.issubdtype(
-        key.dtype, jax.dtypes.prng_key) else key).astype(np.uint64).tolist()
     with jax.enable_x64(True):
-        probs = [make_problem(cfg, [*seed, 61, i]) for i in range(cfg.seeds)]
+        probs = [make_problem(cfg, runner.seed_sequence(key, 61, i)) for i in range(cfg.seeds)]
         stacked = jax.tree.map(lambda *a: np.stack(a), *probs)
         keys = jnp.asarray(np.asarray([[61, i] for i in range(cfg.seeds)], np.uint32))
         res = jax.tree.map(np.asarray, jax.device_get(_program(cfg)(stacked, keys)))

@@ -274,10 +274,9 @@ def _build_nuclear(keys, n, rank, groups, observed):
 def make_problem(cfg: Config, key) -> dict:
     """Per-seed instances (leading seed axis): ``game`` (:class:`ds.MatrixGame`), ``robust``
     (:class:`RobustSigmoid`), ``nuclear`` (:class:`MatrixCompletion`)."""
-    seed = runner.seed_of(key)
-    game, robust = _build(runner.rbg_key(seed), (cfg.seeds, cfg.game_n, cfg.rob_groups,
-                                                 cfg.rob_per_group, cfg.rob_d, cfg.rob_lam,
-                                                 cfg.rob_radius))
+    game, robust = _build(runner.stream_key(key, fast=True),
+                          (cfg.seeds, cfg.game_n, cfg.rob_groups, cfg.rob_per_group, cfg.rob_d,
+                           cfg.rob_lam, cfg.rob_radius))
     M, W = _build_nuclear(runner.seed_keys(key, cfg.nuc_seeds, stream=7, fast=True), cfg.nuc_n,
                           cfg.nuc_rank, cfg.nuc_groups, cfg.nuc_observed)
     lam = jnp.full((cfg.nuc_seeds,), cfg.nuc_lam, jnp.float32)
@@ -465,7 +464,6 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     FW-gap traces (V1 run for twice the steps) and the anytime differences; nuclear timings,
     step counts and primal-objective traces."""
     del shard, out_dir, resume
-    seed = runner.seed_of(key)
     probs = make_problem(cfg, key)
     game = probs["game"]
     K = cfg.game_steps
@@ -482,7 +480,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
              "EG": ["projected EG"]}
     gaps, values = {}, {}
     for i, (kind, hp) in enumerate(runner.progress(jobs, enabled=progress, desc=SLUG)):
-        keys = jax.random.split(runner.rbg_key(seed * 100 + i + 1), cfg.seeds)
+        keys = runner.seed_keys(key, cfg.seeds, stream=i + 1, fast=True)
         g, v = _game_program(kind, game, jnp.asarray(hp, jnp.float32), keys, K)
         g, v = np.asarray(g)[:, :, grid], np.asarray(v)
         for j, name in enumerate(names[kind]):
@@ -491,7 +489,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     # (2) robust problem
     rob = {}
     for i, kind in enumerate(("V1", "V3", "PGDA", "S-AGDA")[:4 if cfg.extras else 2]):
-        keys = jax.random.split(runner.rbg_key(seed * 100 + 20 + i), cfg.seeds)
+        keys = runner.seed_keys(key, cfg.seeds, stream=20 + i, fast=True)
         g, dg, dx = _robust_program(cfg, kind, probs["robust"], keys, cfg.rob_steps)
         rob[kind] = np.asarray(g)
         if kind == "V1":
@@ -507,7 +505,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     counts = {k: max(1, int(long / times[k])) for k in ("V1", "PGDA")}
     traces = {}
     for i, kind in enumerate(("V1", "PGDA")):
-        keys = jax.random.split(runner.rbg_key(seed * 100 + 40 + i), cfg.nuc_seeds)
+        keys = runner.seed_keys(key, cfg.nuc_seeds, stream=40 + i, fast=True)
         traces[kind] = np.asarray(_nuc_program(cfg, kind, nuc, counts[kind], step_x, keys))
     out.update(nuc_times=times, nuc_traces=traces, lapack_preloaded=_LAPACK_PRELOADED,
                openblas_threads=os.environ.get("OPENBLAS_NUM_THREADS"))

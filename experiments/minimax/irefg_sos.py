@@ -129,7 +129,7 @@ QUICK = Config(seeds=2, steps_by_level=(1000, 2000, 4000, 4000), amd_levels=(1,)
 def make_problem(cfg: Config, key) -> dict:
     """Float64 games: ``driver`` (one Game), ``forgetful_<l>`` and ``chain`` (Games with a
     leading axis of ``cfg.seeds`` draws)."""
-    k = runner.rbg_key(runner.seed_of(key))
+    k = runner.stream_key(key, fast=True)
     with jax.enable_x64(True):
         out = {"driver": irefg.absent_minded_driver(dtype=jnp.float64)}
         for i, l in enumerate(cfg.ls):
@@ -481,8 +481,8 @@ def plot(results, cfg: Config) -> dict:
     amd = [_solve(results, "driver", t)["certified"][0] - 4 / 3 for t in cfg.amd_levels]
     ax.semilogy(cfg.amd_levels, np.maximum(np.abs(amd), 1e-16), "s-", label="driver")
     ax.axhline(cfg.tol, color="k", ls=":", lw=0.8, label="exactness tolerance")
+    ax.set_title("every bound is exact; the rise at t = 4 is ADMM accuracy", fontsize=9)
     runner.finish_axes(ax, xlabel="level t", ylabel="certified bound - maximum (worst draw)",
-                       title="every bound is exact; the rise at t = 4 is ADMM accuracy", fontsize=9,
                        legend=True)
     figs["bounds"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))

@@ -407,10 +407,9 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     misspecified runs and every baseline vmapped over seeds. Returns numpy arrays (seeds
     first)."""
     del shard, progress, out_dir, resume
-    seed = runner.seed_of(key)
-    probs = make_problem(cfg, runner.rbg_key(seed))
-    keys = {"c1": runner.rbg_key(seed * 1000 + 1),
-            "mis": jax.random.split(runner.rbg_key(seed * 1000 + 2), cfg.seeds)}
+    probs = make_problem(cfg, runner.stream_key(key, fast=True))
+    keys = {"c1": runner.stream_key(key, 1, fast=True),
+            "mis": runner.seed_keys(key, cfg.seeds, stream=2, fast=True)}
     out = jax.tree.map(np.asarray, _program(cfg, probs, keys))
     out["config"] = dataclasses.asdict(cfg)
     return out

@@ -195,8 +195,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     ``sq`` (clipped ``||z_k||^2``), ``calls`` (cumulative); ``seg_sq`` ``(ts, seeds, K)``; the
     instances' ``M``, ``z_star`` and ``z0`` for the linearised estimate."""
     del shard, out_dir, resume
-    seed = runner.seed_of(key)
-    probs = make_problem(cfg, runner.rbg_key(seed))
+    probs = make_problem(cfg, runner.stream_key(key, fast=True))
     methods = make_methods(cfg)
     z0 = probs["z0"]
     opts = runner.fast_cpu_compile_options()
@@ -213,13 +212,13 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     for i, (name, m, prob, steps) in enumerate(runner.progress(jobs, enabled=progress, desc=SLUG)):
         f = runner.seeded_program(functools.partial(_seeds_run, methods[m], steps=steps),
                                   (0, 0, 0), compiler_options=opts)
-        keys = jax.random.split(runner.rbg_key(seed * 1000 + i + 1), 2 * cfg.seeds if prob == "both"
-                                else cfg.seeds)
+        keys = runner.seed_keys(key, 2 * cfg.seeds if prob == "both" else cfg.seeds,
+                                stream=i + 1, fast=True)
         out[name] = jax.tree.map(np.asarray, f(probs[prob], z0_both if prob == "both" else z0,
                                                keys))
     out["fbf_mono"] = jax.tree.map(lambda a: a[:cfg.seeds], out["fbf"])
     out["fbf_hard"] = jax.tree.map(lambda a: a[cfg.seeds:], out.pop("fbf"))
-    seg_keys = jax.random.split(runner.rbg_key(seed * 1000 + 10), cfg.seeds)
+    seg_keys = runner.seed_keys(key, cfg.seeds, stream=10, fast=True)
     out["seg_sq"] = np.asarray(_seg_program(jnp.asarray(cfg.seg_steps_sizes), probs["hard"], z0,
                                             seg_keys, cfg.seg_steps))
     hard = probs["hard"].base

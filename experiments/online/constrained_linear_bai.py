@@ -90,6 +90,7 @@ import numpy as np
 from experiments import runner
 from jaxopt_icml import base, theory
 from jaxopt_icml.online import linear_bai as lb
+from jaxopt_icml.online import linear_bai_baselines as lbb
 
 SLUG, TITLE = runner.paper(__name__)
 
@@ -143,10 +144,10 @@ def make_methods(cfg: Config) -> dict:
     kw = {"threshold": cfg.threshold}
     return {
         "dual decomposition": lb.constrained_linbai_dual(cfg.delta, **kw),
-        "uniform": lb.constrained_linbai_uniform(cfg.delta, **kw),
-        "G-optimal": lb.constrained_linbai_g_optimal(cfg.delta, **kw),
-        "LinGame (AdaHedge)": lb.constrained_linbai_lingame(cfg.delta, **kw),
-        "Track-and-Stop": lb.constrained_linbai_track_and_stop(
+        "uniform": lbb.constrained_linbai_uniform(cfg.delta, **kw),
+        "G-optimal": lbb.constrained_linbai_g_optimal(cfg.delta, **kw),
+        "LinGame (AdaHedge)": lbb.constrained_linbai_lingame(cfg.delta, **kw),
+        "Track-and-Stop": lbb.constrained_linbai_track_and_stop(
             cfg.delta, inner_steps=cfg.tas_inner_steps, **kw),
     }
 

@@ -139,11 +139,11 @@ def make_problem(cfg: Config, key) -> dict:
     ``dims`` ``(seeds, len(dims), T, max(dims))`` claim 2's streams (zero-padded);
     ``one_point`` ``(seeds, T, d1)`` the static linear loss; ``games`` ``(seeds, n, n)``
     payoff matrices uniform in ``[-1, 1]``."""
-    return _make_problem(cfg, runner.seed_of(key))
+    return _make_problem(cfg, key)
 
 
-def _make_problem(cfg, seed):
-    ks = jax.random.split(runner.rbg_key(seed), 5)
+def _make_problem(cfg, key):
+    ks = runner.seed_keys(key, 5, fast=True)
     S, T, d = cfg.seeds, cfg.steps, cfg.dim
     kb, kx, kg = jax.random.split(ks[0], 3)
     b0 = _sphere(kb, (S, 1, 1, d))
@@ -247,10 +247,10 @@ def _paired(make, cfg, betas, fn):
 
 
 @functools.partial(jax.jit, static_argnums=(0,), compiler_options=runner.fast_cpu_compile_options())
-def _program(cfg, seed):
+def _program(cfg, key):
     """Every run: few distinct scans (a method and its hint-free twin share one by vmapping
     over the hint rate), each vmapped over seeds and loss streams."""
-    probs = _make_problem(cfg, seed)
+    probs = _make_problem(cfg, key)
     methods = make_methods(cfg)
     T, c, d = cfg.steps, jnp.asarray(cfg.curvature, jnp.float32), cfg.dim
     lam = 2.0 * cfg.curvature
@@ -258,7 +258,7 @@ def _program(cfg, seed):
     sweep = probs["sweep"]
     S, M = sweep.shape[:2]
     flat = sweep.reshape((S * M,) + sweep.shape[2:])
-    keys = lambda i, n: jax.random.split(runner.rbg_key(seed * 100 + i), n)
+    keys = lambda i, n: runner.seed_keys(key, n, stream=i, fast=True)
     shape = lambda r: jax.tree.map(lambda v: v.reshape((S, M) + v.shape[1:]), r)
     regret = lambda a, b, k: _regret_run(a, b, c, k, T)
     seeds = lambda f: jax.vmap(f, in_axes=(0, 0))
@@ -321,7 +321,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     """Every method and problem in one compiled program (vmapped over seeds and loss streams,
     ``lax.scan`` over rounds), float32. Returns NumPy arrays (seeds first) and the config."""
     del shard, progress, out_dir, resume
-    out = jax.tree.map(np.asarray, _program(cfg, runner.seed_of(key)))
+    out = jax.tree.map(np.asarray, _program(cfg, key))
     out["config"] = dataclasses.asdict(cfg)
     return out
 

@@ -211,18 +211,17 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     ``err[group]`` of shape ``(methods, seeds, T)`` (per coordinate), ``kalman`` ``(2, seeds,
     T)``, the clean-signal variance per group and seed, and the filter metrics."""
     del out_dir, resume
-    seed = runner.seed_of(key)
     probs = make_problem(cfg, key)
     methods = make_methods(cfg)
     d, T, S = cfg.obs_dim, cfg.steps, cfg.seeds
     stacked = jax.tree.map(lambda *a: jnp.concatenate(a),
                            *[probs[g].replace(system=None) for g in GROUPS])
-    keys = jax.random.split(runner.rbg_key(seed * 1000 + 1), len(GROUPS) * S)
+    keys = runner.seed_keys(key, len(GROUPS) * S, stream=1, fast=True)
     lds = probs["lds_noisy"]
     both = jax.tree.map(lambda a, b: jnp.concatenate([a, b]),
                         probs["lds"].replace(system=lds.system.replace(
                             obs_noise=jnp.zeros_like(lds.system.obs_noise))), lds)
-    kkeys = jax.random.split(runner.rbg_key(seed * 1000 + 2), 2 * S)
+    kkeys = runner.seed_keys(key, 2 * S, stream=2, fast=True)
     # RLS learners (the costly (h + k) d square inverse Gram) only on lds, lds_noisy, lorenz
     rls_groups = [GROUPS.index(g) for g in RLS_GROUPS]
     rls_rows = np.concatenate([np.arange(i * S, (i + 1) * S) for i in rls_groups])

@@ -285,11 +285,9 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     ``(dims, env, blocks, 3)``, ``dynamic`` ``(method, env, blocks, 3)``, and the estimator
     draws' statistics."""
     del shard, out_dir, resume
-    seed = runner.seed_of(key)
-    probs = make_problem(cfg, runner.rbg_key(seed))
+    probs = make_problem(cfg, runner.stream_key(key, fast=True))
     out = {"config": dataclasses.asdict(cfg)}
-    keys_for = lambda envs, i: jax.random.split(runner.rbg_key(seed * 100 + i),
-                                                envs.switches.shape[0])
+    keys_for = lambda envs, i: runner.seed_keys(key, envs.switches.shape[0], stream=i, fast=True)
     main = {k: v for k, v in make_methods(dataclasses.replace(cfg, baselines=False)).items()}
     jobs = ["static", "baselines", "dims", "dynamic"]
     for job in runner.progress(jobs, enabled=progress, desc=SLUG):
@@ -328,7 +326,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
             res = _program(tuple(methods.values()), envs, keys_for(envs, 30), cfg.dyn_dim,
                            cfg.dyn_horizon // cfg.block, cfg.block)
             out["dynamic"] = np.stack([np.asarray(r, np.float64) for r in res])
-    est = _estimator(runner.rbg_key(seed * 100 + 40), cfg.estimator_draws)
+    est = _estimator(runner.stream_key(key, 40, fast=True), cfg.estimator_draws)
     out["estimator"] = dict(zip(("l", "w", "r", "mean", "stderr", "sq"), est, strict=True))
     return out
 

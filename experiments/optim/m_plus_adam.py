@@ -70,13 +70,8 @@ import optax
 
 from experiments import runner
 from jaxopt_icml import theory
-from jaxopt_icml.optim.m_plus_adam import (
-    dequantize,
-    m_plus_adam,
-    madam,
-    quantize,
-    tensor_scale,
-)
+from jaxopt_icml.optim.formats import dequantize, quantize, tensor_scale
+from jaxopt_icml.optim.m_plus_adam import m_plus_adam, madam
 
 SLUG, TITLE = runner.paper(__name__)
 REFERENCE = ("Xiaoyuan Liang, Sebastian Loeschcke, Mads Toftrup, Anima Anandkumar, "

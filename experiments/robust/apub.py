@@ -145,8 +145,7 @@ QUICK = Config(cov_reps=1000, cons_ns=(50, 200, 800), pm_reps=16, pm_steps=1000,
 def make_problem(cfg: Config, key) -> dict:
     """The fixed test sample of the product mix (``pm_test`` fresh scenarios) used to
     estimate true expected costs; the other problems are drawn inside the claims."""
-    seed = runner.seed_of(key)
-    hours, demand = ts.sample_product_mix(runner.rbg_key(seed + 100), cfg.pm_test)
+    hours, demand = ts.sample_product_mix(runner.stream_key(key, 100, fast=True), cfg.pm_test)
     return {"pm_test": ts.ProductMixScenarios(hours, demand)}
 
 
@@ -212,8 +211,9 @@ def _identity_program(cfg, keys, Wex, pex):
 
 @functools.partial(jax.jit, static_argnums=(0, 1),
                    compiler_options=runner.fast_cpu_compile_options())
-def _coverage(cfg, n, seed):
-    keys = jax.random.split(jax.random.fold_in(runner.rbg_key(seed), n), cfg.cov_reps)
+def _coverage(cfg, n, key):
+    keys = jax.random.split(jax.random.fold_in(runner.stream_key(key, 1, fast=True), n),
+                            cfg.cov_reps)
 
     def one(key):
         kx, kw = jax.random.split(key)
@@ -245,8 +245,8 @@ def nv_true_optimum(cfg) -> tuple[float, float]:
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2),
                    compiler_options=runner.fast_cpu_compile_options())
-def _newsvendor(cfg, n, reps, seed):
-    keys = jax.random.split(jax.random.fold_in(runner.rbg_key(seed), n), reps)
+def _newsvendor(cfg, n, reps, key):
+    keys = jax.random.split(jax.random.fold_in(runner.stream_key(key, 2, fast=True), n), reps)
 
     def one(key):
         kd, kw = jax.random.split(key)
@@ -369,13 +369,11 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     dicts ``identity``, ``coverage`` (per N), ``newsvendor``, ``consistency``, ``lshaped``,
     ``product_mix``. ``shard`` is accepted and ignored (one device is enough)."""
     del shard, out_dir, resume
-    seed = runner.seed_of(key)
     probs = make_problem(cfg, key)
     out = {"config": dataclasses.asdict(cfg), "identity": _identity(cfg, key)}
-    out["coverage"] = {n: jax.tree.map(np.asarray, _coverage(cfg, n, seed + 1))
+    out["coverage"] = {n: jax.tree.map(np.asarray, _coverage(cfg, n, key))
                        for n in cfg.cov_ns}
-    out["newsvendor"] = jax.tree.map(np.asarray, _newsvendor(cfg, cfg.nv_n, cfg.nv_reps,
-                                                             seed + 2))
+    out["newsvendor"] = jax.tree.map(np.asarray, _newsvendor(cfg, cfg.nv_n, cfg.nv_reps, key))
     q_star, v_star = nv_true_optimum(cfg)
     # every size in one padded program (one compile instead of one per size)
     cons_keys = runner.seed_keys(key, len(cfg.cons_ns) * cfg.seeds, stream=3, fast=True)

@@ -168,7 +168,7 @@ def make_problem(cfg: Config, key) -> dict:
     """``cluster``: one block model per seed (vmapped, a :class:`BlockModel` with a leading seed
     axis) with the preprocessed data; ``solver``: the claim-2 instances."""
     return {"cluster": _data(cfg, runner.seed_keys(key, cfg.seeds, fast=True)),
-            "solver_seed": runner.seed_of(key) + 7}
+            "solver_key": runner.stream_key(key, 7, fast=True)}
 
 
 @functools.partial(jax.jit, static_argnums=(0,),
@@ -272,7 +272,7 @@ def condat_vu(X, sqrt_delta, iters):
     return B
 
 
-def _solver_check(cfg, seed):
+def _solver_check(cfg, key):
     alg = nw.dro_admm()
     with jax.enable_x64(True):
         @functools.partial(jax.jit, compiler_options=runner.fast_cpu_compile_options())
@@ -290,7 +290,7 @@ def _solver_check(cfg, seed):
 
         rows = []
         for i in range(cfg.sol_instances):
-            X, sd, B, trace = one(jax.random.fold_in(runner.rbg_key(seed), i))
+            X, sd, B, trace = one(jax.random.fold_in(key, i))
             X, sd, B = np.asarray(X), float(sd), np.asarray(B)
             Bref = condat_vu(X, sd, cfg.ref_iters)
             f, fref = np_objective(X, B, sd), np_objective(X, Bref, sd)
@@ -420,7 +420,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
         if stage == "prox":
             out["prox"] = _prox_check(cfg, seed)
         elif stage == "solver":
-            out["solver"] = _solver_check(cfg, seed + 7)
+            out["solver"] = _solver_check(cfg, runner.stream_key(key, 7, fast=True))
         else:
             out["cluster"] = _clustering(cfg, make_problem(cfg, key)["cluster"], key)
     return out

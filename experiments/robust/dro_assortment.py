@@ -411,7 +411,6 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     the bandit report (three bandits, seeds vmapped). ``shard`` is accepted
     and ignored (one device suffices)."""
     del shard, out_dir, resume
-    seed = runner.seed_of(key)
     prob = make_problem(cfg, key)
     out = {"config": dataclasses.asdict(cfg), "sample_sizes": np.asarray(cfg.sample_sizes)}
     with jax.enable_x64(True):
@@ -423,7 +422,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
         thetas = jnp.stack(thetas, axis=1)  # (seeds, len(ns), d)
         out["theta_err"] = np.asarray(jnp.linalg.norm(thetas - theta[None, None], axis=-1))
         for i, div in enumerate(runner.progress(DIVS, enabled=progress, desc="divergences")):
-            res = _jitted("program")(cfg, div, runner.rbg_key(seed + 10 + i), theta,
+            res = _jitted("program")(cfg, div, runner.stream_key(key, 10 + i, fast=True), theta,
                            jnp.asarray(prob["revenues"]), jnp.asarray(prob["test_features"]),
                            thetas)
             out[div] = jax.tree.map(np.asarray, res)

@@ -346,7 +346,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     del shard, out_dir, resume
     keys = runner.seed_keys(key, cfg.seeds, fast=True)
     out = {"basin": _basin(cfg)}
-    out["mc"] = _mc_hessian(cfg, jax.random.fold_in(runner.rbg_key(runner.seed_of(key)), 1))
+    out["mc"] = _mc_hessian(cfg, jax.random.fold_in(runner.stream_key(key, fast=True), 1))
     out["init_cos"] = _clean_init(cfg, runner.seed_keys(key, cfg.seeds, stream=1, fast=True))
     out.update(_gd_runs(cfg, keys, progress))
     out["config"] = {"n": cfg.n, "d": cfg.d, "sigma": cfg.sigma, "eps_pair": cfg.eps_pair}

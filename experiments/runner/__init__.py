@@ -5,7 +5,7 @@ runner`` and use the names below.
   :func:`load` imports an experiment module by slug; :func:`paper` gives a module its
   ``SLUG`` and ``TITLE`` from the catalog.
 * :mod:`~experiments.runner.configs`: :func:`with_seeds`, :func:`config_dict`.
-* :mod:`~experiments.runner.seeds`: :func:`seed_keys` (the one seeds-to-keys helper),
+* :mod:`~experiments.runner.seeds`: :func:`seed_keys` and :func:`stream_key` (seeds to keys),
   :func:`seeded_program` (jit or shard a seed-vmapped function).
 * :mod:`~experiments.runner.loop`: :func:`progress` bars and :func:`checkpointed_loop` (orbax
   checkpoints after every chunk, exact ``--resume``).
@@ -51,13 +51,22 @@ from experiments.runner.records import (
     versions,
     write_json,
 )
-from experiments.runner.seeds import rbg_key, seed_keys, seed_of, seeded_program
+from experiments.runner.seeds import (
+    STREAMS,
+    rbg_key,
+    seed_keys,
+    seed_of,
+    seed_sequence,
+    seeded_program,
+    stream_key,
+)
 
 __all__ = [
     "CHECKPOINT_CONFIG",
     "EXPERIMENT_INTERFACE",
     "RECORD_ENV",
     "REUSE_ENV",
+    "STREAMS",
     "UnknownExperiment",
     "available_slugs",
     "band_plot",
@@ -83,8 +92,10 @@ __all__ = [
     "save_figures",
     "seed_keys",
     "seed_of",
+    "seed_sequence",
     "seeded_program",
     "source_fingerprint",
+    "stream_key",
     "test_path",
     "to_jsonable",
     "use_agg",

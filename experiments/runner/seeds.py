@@ -1,13 +1,20 @@
 """Seeds to keys, and programs over seeds.
 
 :func:`seed_keys` is the one way an experiment turns the ``key`` it is given (``--key``) into
-one key per seed. Two streams exist, because the CPU compiles threefry's bit mixing slowly inside
-large vmapped programs:
+one key per seed, and :func:`stream_key` into the one key of a part of the experiment (its
+problem draws, one method's run); ``seed_keys(key, n, stream=s)`` is
+``jax.random.split(stream_key(key, s), n)``. A ``stream`` is an int naming an independent part.
+Two kinds of keys exist, because the CPU compiles threefry's bit mixing slowly inside large
+vmapped programs:
 
-* ``fast=False`` (default): ``jax.random.split(key, num_seeds)`` (``fold_in(key, stream)``
-  first when ``stream`` is nonzero);
-* ``fast=True``: ``jax.random.split(rbg_key(seed_of(key) + stream), num_seeds)``, typed
-  ``unsafe_rbg`` keys from the integer seed (other random streams than threefry's).
+* ``fast=False`` (default): threefry keys, ``key`` itself for stream 0 and
+  ``fold_in(key, stream)`` otherwise;
+* ``fast=True``: typed ``unsafe_rbg`` keys seeded with ``seed_of(key) * 65536 + stream``
+  (modulo ``2**32``), so that the streams of ``--key 0`` are ``rbg_key(stream)`` and those of
+  two keys below 65536 never coincide.
+
+:func:`seed_sequence` gives the parts that draw on the host with NumPy a
+``numpy.random.SeedSequence`` of the key's words (and stream ints).
 
 :func:`seeded_program` compiles a function already vmapped over seeds once, or shards its seed
 axis over every local device (``--shard``).
@@ -19,7 +26,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["rbg_key", "seed_keys", "seed_of", "seeded_program"]
+__all__ = ["STREAMS", "rbg_key", "seed_keys", "seed_of", "seed_sequence", "seeded_program",
+           "stream_key"]
+
+# fast streams per key: stream must lie in [0, STREAMS)
+STREAMS = 65536
 
 
 def seed_of(key) -> int:
@@ -41,30 +52,72 @@ def rbg_key(seed):
     return jax.random.key(seed, impl="unsafe_rbg")
 
 
+def _check_stream(stream, fast: bool) -> int:
+    if isinstance(stream, bool) or not isinstance(stream, int | np.integer):
+        raise ValueError(f"stream must be an int, got {stream!r}")
+    if fast and not 0 <= stream < STREAMS:
+        raise ValueError(f"stream must be in [0, {STREAMS}) with fast=True, got {stream!r}")
+    return int(stream)
+
+
+def stream_key(key, stream: int = 0, *, fast: bool = False):
+    """The key of part ``stream`` of an experiment run with ``key``.
+
+    Works on a concrete key and on a key traced inside ``jit`` alike.
+
+    Args:
+      key: the experiment's key (a raw ``PRNGKey`` or a typed key).
+      stream: an int naming an independent part of the experiment; 0 is the key itself
+        (threefry) or ``rbg_key(seed_of(key) * 65536)`` (``fast``).
+      fast: a typed ``unsafe_rbg`` key (see the module docstring) instead of a threefry key.
+
+    Raises:
+      ValueError: ``stream`` is not an int (in ``[0, 65536)`` with ``fast``).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    stream = _check_stream(stream, fast)
+    if fast:
+        typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
+        word = (jax.random.key_data(key) if typed else jnp.asarray(key)).ravel()[-1]
+        # uint32 arithmetic wraps: the seed is (seed_of(key) * STREAMS + stream) mod 2**32
+        seed = word.astype(jnp.uint32) * jnp.uint32(STREAMS) + jnp.uint32(stream)
+        return rbg_key(seed)
+    return key if stream == 0 else jax.random.fold_in(key, stream)
+
+
 def seed_keys(key, num_seeds: int, *, stream: int = 0, fast: bool = False):
-    """``num_seeds`` independent keys from an experiment's ``key``.
+    """``num_seeds`` independent keys, one per seed: ``split(stream_key(key, stream), n)``.
 
     Args:
       key: the experiment's key (a raw ``PRNGKey`` or a typed key).
       num_seeds: how many keys (a positive int).
-      stream: an int naming an independent family of keys drawn from the same ``key`` (one per
-        part of an experiment); 0 is the key itself.
-      fast: typed ``unsafe_rbg`` keys from ``seed_of(key) + stream`` instead of threefry keys.
+      stream: as in :func:`stream_key`.
+      fast: as in :func:`stream_key`.
 
     Raises:
-      ValueError: ``num_seeds`` is not a positive int or ``stream`` is not an int.
+      ValueError: ``num_seeds`` is not a positive int, or ``stream`` is invalid.
     """
     import jax
 
     if isinstance(num_seeds, bool) or not isinstance(num_seeds, int | np.integer) \
             or num_seeds < 1:
         raise ValueError(f"num_seeds must be a positive int, got {num_seeds!r}")
-    if isinstance(stream, bool) or not isinstance(stream, int | np.integer):
-        raise ValueError(f"stream must be an int, got {stream!r}")
-    if fast:
-        return jax.random.split(rbg_key(seed_of(key) + int(stream)), int(num_seeds))
-    base = key if stream == 0 else jax.random.fold_in(key, int(stream))
-    return jax.random.split(base, int(num_seeds))
+    return jax.random.split(stream_key(key, stream, fast=fast), int(num_seeds))
+
+
+def seed_sequence(key, *stream: int) -> np.random.SeedSequence:
+    """``numpy.random.SeedSequence([*key words, *stream])`` for a part drawn with NumPy on the
+    host (``np.random.default_rng(seed_sequence(key, 3))``), from a raw or typed key."""
+    import jax
+    import jax.numpy as jnp
+
+    typed = jnp.issubdtype(jnp.asarray(key).dtype, jax.dtypes.prng_key)
+    words = np.asarray(jax.random.key_data(key) if typed else key).astype(np.uint64).ravel()
+    for s in stream:
+        _check_stream(s, False)
+    return np.random.SeedSequence([*words.tolist(), *(int(s) for s in stream)])
 
 
 def seeded_program(batched: Callable, in_axes: tuple = (0,), *, shard: bool = False,

@@ -52,13 +52,13 @@ import jax.numpy as jnp
 from jaxopt_icml.hyperparams import check_float, check_static_int
 
 __all__ = [
-    "Compressor",
-    "identity",
     "top_k",
     "rand_k",
     "random_dithering",
     "natural",
     "scaled_sign",
+    "Compressor",
+    "identity",
     "rotation",
     "as_contractive",
 ]

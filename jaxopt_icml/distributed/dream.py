@@ -41,20 +41,20 @@ from jaxopt_icml.hyperparams import (
 from jaxopt_icml.projections import project_simplex
 
 __all__ = [
+    "dream",
+    "dream_client",
+    "solve_task_qp",
+    "project_simplex",
+    "pareto_gap",
+    "fmgda",
+    "fedavg_scalarized",
+    "scaffold_scalarized",
+    "centralized_mgda",
+    "multitask_least_squares",
     "DreamState",
     "MultiTaskLeastSquares",
     "NoisyTaskGradients",
-    "centralized_mgda",
-    "dream",
-    "dream_client",
-    "fedavg_scalarized",
-    "fmgda",
     "global_task_grads",
-    "multitask_least_squares",
-    "pareto_gap",
-    "project_simplex",
-    "scaffold_scalarized",
-    "solve_task_qp",
 ]
 
 TRAJECTORIES = ("shared", "per_task")

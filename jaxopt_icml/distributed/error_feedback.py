@@ -57,17 +57,17 @@ from jaxopt_icml.distributed.compressors import Compressor
 from jaxopt_icml.hyperparams import check_choice, check_float, compute_dtype
 
 __all__ = [
-    "EFState",
-    "EF21State",
     "ef",
     "ef21",
-    "ef_worker",
-    "ef21_worker",
     "optimal_step_size",
     "tight_rate",
     "lyapunov_ef",
     "lyapunov_ef21",
     "rotation_spectral_radius",
+    "EFState",
+    "EF21State",
+    "ef_worker",
+    "ef21_worker",
 ]
 
 PyTree = Any

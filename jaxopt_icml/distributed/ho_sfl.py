@@ -45,17 +45,17 @@ from jaxopt_icml.zeroth_order.estimators import (
 )
 
 __all__ = [
-    "ClientData",
-    "SplitState",
-    "client_zo_deltas",
-    "fo_sfl",
-    "fo_sfl_worker",
     "ho_sfl",
-    "ho_sfl_worker",
-    "make_split_data",
-    "split_loss",
+    "fo_sfl",
     "zo_fl",
+    "ho_sfl_worker",
+    "fo_sfl_worker",
     "zo_fl_worker",
+    "client_zo_deltas",
+    "split_loss",
+    "make_split_data",
+    "SplitState",
+    "ClientData",
 ]
 
 PyTree = Any

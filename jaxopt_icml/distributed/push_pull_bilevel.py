@@ -55,15 +55,15 @@ from jaxopt_icml.hyperparams import check_choice, check_float, compute_dtype, re
 from jaxopt_icml.problems.graphs import GraphSequence, is_column_stochastic, is_row_stochastic
 
 __all__ = [
+    "push_pull",
+    "fab",
+    "distributed_gradient_descent",
+    "push_pull_agent",
+    "fab_agent",
     "BilevelPoint",
     "FABState",
     "PushPullState",
-    "distributed_gradient_descent",
     "distributed_gradient_descent_agent",
-    "fab",
-    "fab_agent",
-    "push_pull",
-    "push_pull_agent",
 ]
 
 PyTree = Any

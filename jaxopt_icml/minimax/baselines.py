@@ -64,19 +64,19 @@ from jaxopt_icml.hyperparams import compute_dtype as _compute_dtype
 from jaxopt_icml.hyperparams import concrete_float as _concrete
 
 __all__ = [
+    "extragradient",
+    "ogda",
+    "popov",
+    "eag_c",
+    "feg",
+    "anchored_popov",
+    "dseg",
+    "sgda",
     "AnchorState",
     "AnchoredPopovState",
     "CountState",
     "OptimisticState",
     "PopovState",
-    "anchored_popov",
-    "dseg",
-    "eag_c",
-    "extragradient",
-    "feg",
-    "ogda",
-    "popov",
-    "sgda",
 ]
 
 ScalarOrSchedule = float | jax.Array | Callable[[jax.Array], jax.Array]

@@ -52,9 +52,9 @@ from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve
 
 __all__ = [
+    "dual_dynamic_smoothing",
     "DualSmoothingState",
     "MatrixGame",
-    "dual_dynamic_smoothing",
     "fw_gap",
     "fw_gda",
     "power_step",

@@ -45,7 +45,11 @@ import optax
 
 from jaxopt_icml.hyperparams import check_static_int
 
-__all__ = ["distill_router", "responsibilities", "routed_log_density"]
+__all__ = [
+    "distill_router",
+    "routed_log_density",
+    "responsibilities",
+]
 
 
 def responsibilities(log_gates, log_experts):

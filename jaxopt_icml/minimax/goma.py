@@ -74,7 +74,12 @@ from jaxopt_icml.minimax.baselines import (
     _zeros_like,
 )
 
-__all__ = ["GomaState", "goma", "goma_stochastic", "scale_by_goma"]
+__all__ = [
+    "goma",
+    "scale_by_goma",
+    "goma_stochastic",
+    "GomaState",
+]
 
 _ANCHORS = ("harmonic", "none")
 

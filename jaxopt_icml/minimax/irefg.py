@@ -57,22 +57,22 @@ from jaxopt_icml.hyperparams import check_static_int
 from jaxopt_icml.minimax import sdp
 
 __all__ = [
-    "Game",
-    "MomentRelaxation",
-    "absent_minded_driver",
-    "certified_upper_bound",
-    "extract_atoms",
-    "extract_strategy",
-    "forgetful_game",
-    "is_absentminded",
-    "make_game",
-    "moment_matrix",
-    "moment_ranks",
     "moment_relaxation",
-    "monomials",
-    "project_strategy",
+    "certified_upper_bound",
+    "extract_strategy",
+    "MomentRelaxation",
+    "Game",
+    "make_game",
+    "absent_minded_driver",
+    "forgetful_game",
     "random_absentminded_chain",
     "utility_coefficients",
+    "monomials",
+    "is_absentminded",
+    "project_strategy",
+    "extract_atoms",
+    "moment_matrix",
+    "moment_ranks",
 ]
 
 

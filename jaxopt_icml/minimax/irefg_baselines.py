@@ -26,12 +26,12 @@ from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
 from jaxopt_icml.minimax import irefg
 
 __all__ = [
-    "PGAState",
+    "vertex_enumeration",
     "grid_search",
     "projected_gradient_ascent",
-    "pure_strategies",
     "random_strategy",
-    "vertex_enumeration",
+    "pure_strategies",
+    "PGAState",
 ]
 
 

@@ -49,17 +49,17 @@ from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
 from jaxopt_icml.projections import project_simplex
 
 __all__ = [
-    "box_lmo",
-    "box_projection",
+    "simplex_lmo",
+    "simplex_projection",
+    "project_simplex",
     "l1_ball_lmo",
     "l1_ball_projection",
     "l2_ball_lmo",
     "l2_ball_projection",
+    "box_lmo",
+    "box_projection",
     "nuclear_ball_lmo",
     "nuclear_ball_projection",
-    "project_simplex",
-    "simplex_lmo",
-    "simplex_projection",
 ]
 
 

@@ -75,20 +75,20 @@ from jaxopt_icml.hyperparams import (
 )
 
 __all__ = [
-    "CapacityResult",
-    "GateBatch",
-    "GridMixture",
-    "RobustGateState",
+    "robust_gate_primal_dual",
     "capacity_blahut_arimoto",
+    "GridMixture",
+    "GateBatch",
+    "RobustGateState",
+    "rbf_log_gate",
     "constant_log_gate",
+    "CapacityResult",
     "domain_kl",
     "exponentiated_gradient_step",
     "gated_log_density",
     "grid_log_gaussian",
     "grid_log_model",
     "log_normalizer",
-    "rbf_log_gate",
-    "robust_gate_primal_dual",
 ]
 
 

@@ -48,16 +48,16 @@ from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
 
 __all__ = [
-    "SDPADMMState",
-    "SDPPoint",
-    "SDPProblem",
-    "SparseBlocks",
-    "project_psd_blocks",
-    "psd_projection",
     "sdp_admm",
+    "solve_sdp",
     "sdp_problem",
     "sdp_zeros",
-    "solve_sdp",
+    "SDPProblem",
+    "SDPPoint",
+    "SDPADMMState",
+    "SparseBlocks",
+    "psd_projection",
+    "project_psd_blocks",
 ]
 
 

@@ -37,10 +37,10 @@ from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve
 
 __all__ = [
-    "ProjectedEGState",
-    "SmoothedAGDAState",
     "projected_extragradient",
     "smoothed_agda",
+    "ProjectedEGState",
+    "SmoothedAGDAState",
 ]
 
 

@@ -57,13 +57,13 @@ from jaxopt_icml import base, problems
 from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype, concrete_float
 
 __all__ = [
-    "StochasticFBFState",
-    "box_prox",
-    "linear_batches",
-    "minibatch_operator",
+    "stochastic_fbf",
     "relaxed_fbf",
     "residual",
-    "stochastic_fbf",
+    "box_prox",
+    "minibatch_operator",
+    "linear_batches",
+    "StochasticFBFState",
 ]
 
 

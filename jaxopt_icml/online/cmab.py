@@ -50,17 +50,17 @@ from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_bool, check_float, check_static_int, compute_dtype
 
 __all__ = [
+    "logistic_cmab",
+    "squarecb",
+    "falcon",
+    "epsilon_greedy",
+    "inverse_gap_weighting",
     "CMABState",
     "FiniteClassCMAB",
     "epoch_end",
-    "epsilon_greedy",
-    "falcon",
     "finite_class_learner",
-    "inverse_gap_weighting",
-    "logistic_cmab",
     "regret_trace",
     "sample_action",
-    "squarecb",
 ]
 
 

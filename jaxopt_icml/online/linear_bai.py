@@ -28,6 +28,12 @@ weights ``q`` on the simplex, ``1/T*_rel = max_w min_q sum_j q_j f_j(w)`` is a c
 saddle problem; :func:`constrained_linbai_dual` runs one step of it per sample: a pairwise
 (two-coordinate) Frank-Wolfe step on ``w`` and one exponentiated-gradient step on ``q``.
 
+This module holds the instance, the estimates, the alternative pieces, the GLR statistic and
+stopping threshold, the relaxed characteristic time and the learner machinery shared by every
+sampling rule (``_make``, including the baselines' sampling rules), with the paper's learner
+:func:`constrained_linbai_dual`. The baselines' constructors (uniform, G-optimal,
+Track-and-Stop, LinGame) are in :mod:`jaxopt_icml.online.linear_bai_baselines`.
+
 **Stopping** (GLR): ``Z_t = min_j f_j^{exact}(N_t)`` at the plug-in ``theta_hat_t`` with
 ``V(N_t)`` (counts). Each QP is bounded BELOW by projected-gradient ascent on its dual, started
 at the relaxed single-constraint multiplier (weak duality), so ``Z_t`` never exceeds the exact
@@ -78,20 +84,16 @@ from jaxopt_icml.hyperparams import (
 from jaxopt_icml.projections import project_simplex
 
 __all__ = [
+    "constrained_linbai_dual",
+    "glr_statistic",
+    "relaxed_characteristic_time",
     "ConstrainedLinearBandit",
     "Estimate",
     "LinBAIState",
-    "alternative_pieces",
     "constrained_instance",
-    "constrained_linbai_dual",
-    "constrained_linbai_g_optimal",
-    "constrained_linbai_lingame",
-    "constrained_linbai_track_and_stop",
-    "constrained_linbai_uniform",
-    "feasible_best_arm",
-    "glr_statistic",
     "initial_estimate",
-    "relaxed_characteristic_time",
+    "feasible_best_arm",
+    "alternative_pieces",
     "stopping_threshold",
 ]
 
@@ -144,7 +146,9 @@ class Estimate(NamedTuple):
 
 
 class LinBAIState(NamedTuple):
-    """State of every learner here (shapes fixed by ``x0``; float leaves in x0's compute dtype).
+    """State of every learner (:func:`constrained_linbai_dual` and the baselines of
+    :mod:`jaxopt_icml.online.linear_bai_baselines`; shapes fixed by ``x0``; float leaves in x0's
+    compute dtype).
 
     Attributes:
       counts: int32 ``(K*C,)`` pulls ``N_t`` per pair.
@@ -559,7 +563,8 @@ _COMMON_DOC = """
     Args (shared):
       delta: confidence ``delta`` in ``(0, 1)`` (float, closure constant).
       threshold: ``"lil"`` (default, ``ln((1 + ln t)/delta)``) or ``"dimension"``
-        (``ln(1/delta) + d(M+1) ln(1 + t/(d(M+1)))``); static. See :func:`stopping_threshold`.
+        (``ln(1/delta) + d(M+1) ln(1 + t/(d(M+1)))``); static. See
+        :func:`~jaxopt_icml.online.linear_bai.stopping_threshold`.
       qp_steps: static int ``>= 0``, dual ascent steps of each feasibility QP in the GLR.
       ridge: ``> 0``, ridge added to ``V(N_t)`` for ``theta_hat`` and the GLR.
       forced_exploration: static bool, pull the least-sampled pair when ``min_k N_k < sqrt(t)
@@ -568,9 +573,10 @@ _COMMON_DOC = """
 
     Returns:
       An ``OracleAlgorithm``: ``init(x0: Estimate, key)``, ``update(state, oracle, key)`` with
-      ``oracle`` a :class:`ConstrainedLinearBandit` (the learner reads only ``features``,
-      ``thresholds``, ``noise`` and ``feedback``). ``Step.x`` is the :class:`Estimate`
-      ``(w_t, theta_hat_t)`` in ``x0``'s dtypes; ``info``: ``oracle_calls`` (1), ``action``
+      ``oracle`` a :class:`~jaxopt_icml.online.linear_bai.ConstrainedLinearBandit` (the learner
+      reads only ``features``, ``thresholds``, ``noise`` and ``feedback``). ``Step.x`` is the
+      :class:`~jaxopt_icml.online.linear_bai.Estimate` ``(w_t, theta_hat_t)`` in ``x0``'s
+      dtypes; ``info``: ``oracle_calls`` (1), ``action``
       (pair just played, ``a C + c``), ``glr`` (``Z_t``), ``beta``, ``plug_in`` (answer at
       ``theta_hat_t``), ``stopped``, ``answer`` and ``tau`` (frozen at stopping). The scan has a
       fixed horizon: after ``tau`` the learner keeps sampling (so one trajectory serves every
@@ -632,76 +638,5 @@ def constrained_linbai_dual(delta: float = 0.05, *, dual_lr: float = 0.3,
                  threshold=threshold, qp_steps=qp_steps, ridge=ridge, stopping=stopping)
 
 
-def constrained_linbai_uniform(delta: float = 0.05, *, threshold: str = "lil",
-                               qp_steps: int = 20, ridge: float = 1e-3,
-                               stopping: bool = True) -> base.OracleAlgorithm:
-    """Baseline: round-robin (uniform) sampling over all pairs, same GLR stopping.
-    {common}
-    Example:
-      >>> alg = constrained_linbai_uniform(0.05)
-    """
-    return _make("uniform", delta, threshold=threshold, qp_steps=qp_steps, ridge=ridge,
-                 stopping=stopping, forced_exploration=False)
-
-
-def constrained_linbai_g_optimal(delta: float = 0.05, *, threshold: str = "lil",
-                                 qp_steps: int = 20, ridge: float = 1e-3,
-                                 stopping: bool = True) -> base.OracleAlgorithm:
-    """Baseline: track the G-optimal (= D-optimal, Kiefer-Wolfowitz) design over pairs, built
-    by one Fedorov-Wynn step (Frank-Wolfe on ``log det V(w)``, exact line search) per sample;
-    same GLR stopping. The design ignores ``theta`` (static).
-    {common}
-    Example:
-      >>> alg = constrained_linbai_g_optimal(0.05)
-    """
-    return _make("g_optimal", delta, threshold=threshold, qp_steps=qp_steps, ridge=ridge,
-                 stopping=stopping, forced_exploration=False)
-
-
-def constrained_linbai_lingame(delta: float = 0.05, *, forced_exploration: bool = True,
-                               threshold: str = "lil", qp_steps: int = 20, ridge: float = 1e-3,
-                               stopping: bool = True) -> base.OracleAlgorithm:
-    r"""Baseline: a LinGame-style learner (Degenne et al. 2020, simplified). The allocation is
-    AdaHedge's: loss ``l_k = -g_k / max_i g_i`` with ``g_k = d f_{j*}/d w_k`` the gain of the
-    best-response (cheapest relaxed) piece ``j*`` at the current ``w``; ``eta_t = ln(KC) /
-    Delta_t`` with ``Delta_t`` the cumulative mixability gap; D-tracking with forced exploration;
-    same GLR stopping. The optimistic confidence bonuses of LinGame are not included.
-
-    {common}
-    Example:
-      >>> alg = constrained_linbai_lingame(0.05)
-    """
-    return _make("lingame", delta, forced_exploration=forced_exploration, threshold=threshold,
-                 qp_steps=qp_steps, ridge=ridge, stopping=stopping)
-
-
-def constrained_linbai_track_and_stop(delta: float = 0.05, *, inner_steps: int = 50,
-                                      inner_lr: float = 0.1, forced_exploration: bool = True,
-                                      threshold: str = "lil", qp_steps: int = 20,
-                                      ridge: float = 1e-3,
-                                      stopping: bool = True) -> base.OracleAlgorithm:
-    """Baseline (the expensive tight algorithm): every sample re-solves ``max_w min_j
-    f_j^exact(w)`` at ``theta_hat_t`` by ``inner_steps`` projected supergradient steps (warm
-    started, step ``inner_lr / sqrt(i+1)`` on the max-norm-normalised gradient of the active
-    piece, QP pieces included), then D-tracking with forced exploration; same GLR stopping.
-
-    Known handicap (review): the step schedule restarts at ``inner_lr`` on every sample and the
-    objective uses the 1%-mixed design, so with the true ``theta`` on the experiment's instance
-    300 warm-started calls reach ``1/min f = 69.2`` where ``T* = 66.2`` (4.6% short; 67.4 with
-    no mixing, 67.0 with a continued schedule). Comparisons of stopping times against this
-    baseline slightly favour the dual learner.
-
-    Args:
-      inner_steps: static int ``>= 1``. inner_lr: ``> 0``.
-    {common}
-    Example:
-      >>> alg = constrained_linbai_track_and_stop(0.05, inner_steps=20)
-    """
-    return _make("track_and_stop", delta, inner_steps=inner_steps, inner_lr=inner_lr,
-                 forced_exploration=forced_exploration, threshold=threshold,
-                 qp_steps=qp_steps, ridge=ridge, stopping=stopping)
-
-
-for _fn in (constrained_linbai_dual, constrained_linbai_uniform, constrained_linbai_g_optimal,
-            constrained_linbai_track_and_stop, constrained_linbai_lingame):
-    _fn.__doc__ = _fn.__doc__.replace("    {common}\n", _COMMON_DOC.lstrip("\n"))
+constrained_linbai_dual.__doc__ = constrained_linbai_dual.__doc__.replace(
+    "    {common}\n", _COMMON_DOC.lstrip("\n"))

@@ -55,19 +55,19 @@ from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_choice, check_float, check_static_int, compute_dtype
 
 __all__ = [
+    "osf",
+    "spectral_filtering",
+    "online_ar",
+    "rls_ar",
+    "persistence",
+    "kalman_predictor",
+    "spectral_filters",
+    "hankel_matrix",
+    "hankel_factor",
+    "SpectralState",
+    "RLSState",
     "KalmanState",
     "PersistenceState",
-    "RLSState",
-    "SpectralState",
-    "hankel_factor",
-    "hankel_matrix",
-    "kalman_predictor",
-    "online_ar",
-    "osf",
-    "persistence",
-    "rls_ar",
-    "spectral_filtering",
-    "spectral_filters",
 ]
 
 VARIANTS = ("hankel", "hankel_l")

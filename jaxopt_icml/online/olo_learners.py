@@ -45,13 +45,13 @@ import optax
 from jaxopt_icml.hyperparams import check_choice, check_float, compute_dtype
 
 __all__ = [
+    "coin_betting",
+    "kt_betting",
+    "projected_ogd",
+    "dynamic_ensemble",
     "CoinBettingState",
     "DynamicEnsembleState",
     "ProjectedOGDState",
-    "coin_betting",
-    "dynamic_ensemble",
-    "kt_betting",
-    "projected_ogd",
     "tree_vdot",
 ]
 

@@ -57,7 +57,12 @@ from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, check_static_int
 from jaxopt_icml.online import cmab
 
-__all__ = ["OPOPolicy", "counterfactual_bonus", "opo_cmab", "opo_policy"]
+__all__ = [
+    "opo_cmab",
+    "opo_policy",
+    "counterfactual_bonus",
+    "OPOPolicy",
+]
 
 
 class OPOPolicy(NamedTuple):

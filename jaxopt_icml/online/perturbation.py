@@ -53,13 +53,13 @@ from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
 from jaxopt_icml.online.olo_learners import projected_ogd, tree_vdot
 
 __all__ = [
-    "LinearLosses",
-    "PabloState",
-    "ball_lower_bound",
+    "pablo",
     "fkm",
     "full_information",
     "linear_losses",
-    "pablo",
+    "ball_lower_bound",
+    "LinearLosses",
+    "PabloState",
     "sphere_direction",
 ]
 

@@ -35,9 +35,9 @@ from flax import struct
 from jaxopt_icml.hyperparams import check_float, check_static_int
 
 __all__ = [
+    "Trajectory",
     "LinearDynamicalSystem",
     "LorenzSystem",
-    "Trajectory",
     "marginal_lds",
     "separated_angles",
 ]

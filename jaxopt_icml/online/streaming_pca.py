@@ -57,22 +57,22 @@ from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve
 
 __all__ = [
+    "compressed_oja",
+    "compressed_step",
+    "oja",
+    "nonadaptive_oja",
+    "adaptive_grouse",
+    "sample_covariance_pca",
+    "run_at",
+    "sin2",
+    "orthogonal_direction",
+    "top_eigenvector",
+    "inverse_time_schedule",
+    "linearised_constant",
+    "spiked_stream",
     "GaussianStream",
     "OjaState",
     "SampleCovarianceState",
-    "adaptive_grouse",
-    "compressed_oja",
-    "compressed_step",
-    "inverse_time_schedule",
-    "linearised_constant",
-    "nonadaptive_oja",
-    "oja",
-    "orthogonal_direction",
-    "run_at",
-    "sample_covariance_pca",
-    "sin2",
-    "spiked_stream",
-    "top_eigenvector",
 ]
 
 

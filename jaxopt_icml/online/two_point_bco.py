@@ -71,17 +71,17 @@ from jaxopt_icml.hyperparams import (
 from jaxopt_icml.projections import project_simplex
 
 __all__ = [
-    "BCOState",
-    "Domain",
-    "QuadraticStream",
-    "ball_domain",
-    "box_domain",
+    "optimistic_two_point_bco",
     "one_point_box_blo",
     "optimistic_ogd",
-    "optimistic_two_point_bco",
-    "quadratic_stream",
+    "BCOState",
+    "Domain",
+    "ball_domain",
+    "box_domain",
     "simplex_domain",
     "tangent_direction",
+    "QuadraticStream",
+    "quadratic_stream",
 ]
 
 HINTS = ("control_variate", "last", "none")

@@ -1,7 +1,7 @@
 """First-order optimizers from ICML 2026 papers (family ``optim``).
 
 One module per paper; this package re-exports their public functions and state types.
-Module-level constants (``m_plus_adam.FORMATS``, ``eigenbasis.NS_COEFFS``,
+Module-level constants (``formats.FORMATS``, ``eigenbasis.NS_COEFFS``,
 ``delayed_muon.FIRST_STEPS``, ``momentum_tracking.METHODS`` ...) stay in their modules.
 """
 

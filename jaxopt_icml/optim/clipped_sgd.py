@@ -28,12 +28,12 @@ import optax
 from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve
 
 __all__ = [
-    "ClippedSGDState",
-    "clip_by_global_norm_schedule",
     "clipped_sgd",
-    "empirical_second_moment",
-    "power_schedule",
     "scale_by_clipped_sgd",
+    "clip_by_global_norm_schedule",
+    "power_schedule",
+    "empirical_second_moment",
+    "ClippedSGDState",
 ]
 
 PyTree = Any

@@ -30,13 +30,13 @@ from jaxopt_icml.hyperparams import (
 )
 
 __all__ = [
+    "one_step_delay",
+    "delay_correction",
+    "delayed_muon",
+    "delayed_adamw",
     "DelayCorrectionState",
     "DelayedAdamWState",
     "OneStepDelayState",
-    "delay_correction",
-    "delayed_adamw",
-    "delayed_muon",
-    "one_step_delay",
 ]
 
 PyTree = Any

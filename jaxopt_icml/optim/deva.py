@@ -56,13 +56,13 @@ from jaxopt_icml.optim.eigenbasis import (
 )
 
 __all__ = [
-    "ScaleByDevaLinfState",
     "deva",
     "deva_linf",
     "deva_schatten",
     "scale_by_deva_linf",
     "scale_by_deva_schatten",
     "scale_invariant_direction",
+    "ScaleByDevaLinfState",
 ]
 
 PyTree = Any

@@ -37,9 +37,9 @@ from jaxopt_icml.optim.eigenbasis import (
 )
 
 __all__ = [
+    "soap",
     "scale_by_soap",
     "signum",
-    "soap",
 ]
 
 

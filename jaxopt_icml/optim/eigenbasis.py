@@ -41,8 +41,8 @@ from jaxopt_icml.hyperparams import (
 )
 
 __all__ = [
-    "ScaleByEigenbasisState",
     "newton_schulz",
+    "ScaleByEigenbasisState",
     "polar_svd",
 ]
 

@@ -38,14 +38,14 @@ import optax
 from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
 
 __all__ = [
+    "harm_aware",
+    "scale_by_harm_aware",
+    "solve_harm_dual",
+    "last_layer_stats",
+    "last_layer_gram",
     "HarmAwareState",
     "HarmDualSolution",
     "ScaleByHarmAwareState",
-    "harm_aware",
-    "last_layer_gram",
-    "last_layer_stats",
-    "scale_by_harm_aware",
-    "solve_harm_dual",
 ]
 
 PyTree = Any

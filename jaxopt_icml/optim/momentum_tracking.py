@@ -75,20 +75,20 @@ from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_choice, check_float, check_unit_interval, compute_dtype
 
 __all__ = [
+    "tracking_optimizer",
+    "tracker",
+    "tracking_run",
+    "tracking_error_decomposition",
+    "stationary_tracking_mse",
+    "tracking_mse_curve",
+    "steady_state_lag",
+    "linear_error_dynamics",
     "ErrorDynamics",
     "TrackerState",
     "TrackingCurve",
     "TrackingDecomposition",
     "curve_from_dynamics",
     "decomposition_from_dynamics",
-    "linear_error_dynamics",
-    "stationary_tracking_mse",
-    "steady_state_lag",
-    "tracker",
-    "tracking_error_decomposition",
-    "tracking_mse_curve",
-    "tracking_optimizer",
-    "tracking_run",
 ]
 
 PyTree = Any

@@ -23,10 +23,10 @@ import optax
 from jaxopt_icml.hyperparams import check_float, compute_dtype
 
 __all__ = [
-    "MultiStepSAMState",
-    "ScaleByMultiStepSAMState",
     "multistep_sam",
     "scale_by_multistep_sam",
+    "MultiStepSAMState",
+    "ScaleByMultiStepSAMState",
 ]
 
 PyTree = Any

@@ -48,8 +48,10 @@ import optax
 from jaxopt_icml import base
 
 __all__ = [
-    "ReweighterState",
     "apub_value",
+    "scenario_reweighter",
+    "upper_cvar",
+    "ReweighterState",
     "bootstrap_weights",
     "clt_bound",
     "efron_bound",
@@ -57,10 +59,8 @@ __all__ = [
     "newsvendor_apub_m",
     "newsvendor_cost",
     "newsvendor_lognormal_expected_cost",
-    "scenario_reweighter",
     "scenario_weights",
     "tail_weights",
-    "upper_cvar",
 ]
 
 

@@ -83,14 +83,14 @@ from jaxopt_icml.hyperparams import (
 )
 
 __all__ = [
+    "dro_assortment",
+    "robust_revenue",
+    "robust_dual",
     "attractions",
     "brute_force_assortment",
-    "dro_assortment",
     "mnl_choice_probs",
     "mnl_revenue",
     "revenue_ordered_sets",
-    "robust_dual",
-    "robust_revenue",
     "robust_value",
     "subset_masks",
     "worst_case_distribution",

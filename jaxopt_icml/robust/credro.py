@@ -71,19 +71,19 @@ from jaxopt_icml.hyperparams import (
 )
 
 __all__ = [
-    "BaggingState",
-    "ClassificationData",
-    "EnsembleState",
-    "bagging_ensemble",
-    "bootstrap_indices",
-    "bootstrap_counts",
-    "chi2_divergence",
     "credal_ensemble",
     "deep_ensemble",
-    "dro_loss",
     "dro_weights",
+    "ClassificationData",
+    "EnsembleState",
+    "chi2_divergence",
+    "dro_loss",
     "ensemble_weights",
     "member_probs",
+    "BaggingState",
+    "bagging_ensemble",
+    "bootstrap_counts",
+    "bootstrap_indices",
 ]
 
 KINDS = ("cvar", "chi2")

@@ -63,14 +63,14 @@ from jaxopt_icml.robust import assortment
 __all__ = [
     "ContextualMNL",
     "DRMNLState",
-    "MNLThompsonState",
-    "MNLUCBState",
     "dr_mnl_bandit",
     "mle_theta",
     "mnl_neg_log_likelihood",
+    "sample_choices",
+    "MNLThompsonState",
+    "MNLUCBState",
     "mnl_thompson_bandit",
     "mnl_ucb_bandit",
-    "sample_choices",
     "thompson_theta",
     "ucb_utilities",
 ]

@@ -64,14 +64,14 @@ from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
 from jaxopt_icml.projections import project_simplex
 
 __all__ = [
+    "dro_admm",
+    "dro_radius",
+    "spectral_prox",
     "ADMMState",
     "NodewiseProblem",
-    "dro_admm",
     "dro_objective",
-    "dro_radius",
     "nodewise_problem",
     "radius_samples",
-    "spectral_prox",
 ]
 
 _RHO_MIN, _RHO_MAX = 1e-6, 1e6

@@ -56,11 +56,11 @@ from jaxopt_icml.hyperparams import check_float, check_static_int, concrete_floa
 from jaxopt_icml.robust import variable_clustering as vc
 
 __all__ = [
-    "LRRResult",
     "correlation_kmeans",
     "lasso_lambda_max",
     "lasso_nodewise",
     "lasso_objective",
+    "LRRResult",
     "lrr",
     "lrr_lambda_min",
     "lrr_objective",

@@ -56,6 +56,8 @@ from jaxopt_icml.hyperparams import (
 from jaxopt_icml.robust import robust_mean as rm
 
 __all__ = [
+    "robust_spectral_init",
+    "robust_gd",
     "RobustGDState",
     "SIMData",
     "SpectralInit",
@@ -64,8 +66,6 @@ __all__ = [
     "min_eig_2d",
     "per_example_grads",
     "population_hessian",
-    "robust_gd",
-    "robust_spectral_init",
 ]
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

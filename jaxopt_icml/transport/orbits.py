@@ -53,7 +53,11 @@ import numpy as np
 
 from jaxopt_icml.hyperparams import check_bool, check_choice, check_float, check_static_int
 
-__all__ = ["OrbitPartition", "orbit_partition", "trivial_partition"]
+__all__ = [
+    "orbit_partition",
+    "OrbitPartition",
+    "trivial_partition",
+]
 
 
 class OrbitPartition(NamedTuple):

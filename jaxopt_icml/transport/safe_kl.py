@@ -65,17 +65,17 @@ from jaxopt_icml.hyperparams import (
 )
 
 __all__ = [
-    "SemiDualOT",
-    "SemiDualState",
+    "safe_log_mean_exp",
+    "safe_kl_dro_loss",
+    "semidual_ot_safe",
+    "safe_conjugate",
+    "safe_tilt",
+    "safe_logpartition",
     "log_mean_exp",
     "lse_dro_loss",
-    "safe_conjugate",
-    "safe_kl_dro_loss",
     "safe_kl_dro_value",
-    "safe_log_mean_exp",
-    "safe_logpartition",
-    "safe_tilt",
-    "semidual_ot_safe",
+    "SemiDualOT",
+    "SemiDualState",
     "semidual_value",
     "sqeuclidean",
 ]

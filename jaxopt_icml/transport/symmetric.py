@@ -63,6 +63,9 @@ from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
 from jaxopt_icml.transport.orbits import OrbitPartition, orbit_partition
 
 __all__ = [
+    "symmetric_entropic_ot",
+    "symmetric_sinkhorn",
+    "transport_simplex",
     "ReducedOT",
     "SymmetricOTOutput",
     "SymmetricSinkhornState",
@@ -74,9 +77,6 @@ __all__ = [
     "reduce_entropic",
     "reduce_linear",
     "solve_reduced",
-    "symmetric_entropic_ot",
-    "symmetric_sinkhorn",
-    "transport_simplex",
 ]
 
 

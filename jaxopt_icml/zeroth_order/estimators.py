@@ -63,15 +63,15 @@ from jaxopt_icml.hyperparams import check_bool, check_choice, check_float, check
 from jaxopt_icml.hyperparams import compute_dtype as _leaf_compute_dtype
 
 __all__ = [
+    "two_point",
+    "forward_difference",
+    "zo_optimizer",
+    "sample_directions",
     "Estimator",
     "central_difference_estimator",
     "central_differences",
     "dimension",
-    "forward_difference",
     "normalization",
-    "sample_directions",
-    "two_point",
-    "zo_optimizer",
 ]
 
 PyTree = Any

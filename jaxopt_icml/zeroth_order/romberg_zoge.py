@@ -57,13 +57,13 @@ from jaxopt_icml.zeroth_order.estimators import (
 )
 
 __all__ = [
-    "SmoothTestFunction",
-    "leading_bias_coefficient",
-    "noise_amplification",
-    "romberg_directional_derivative",
-    "romberg_weights",
     "romberg_zoge",
+    "romberg_weights",
+    "noise_amplification",
+    "leading_bias_coefficient",
+    "romberg_directional_derivative",
     "smooth_test_function",
+    "SmoothTestFunction",
 ]
 
 PyTree = Any

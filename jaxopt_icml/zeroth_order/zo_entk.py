@@ -57,16 +57,16 @@ from jaxopt_icml.zeroth_order.estimators import (
 )
 
 __all__ = [
-    "OutputLoss",
+    "zo_entk",
     "entk",
-    "jacobian_matrix",
+    "projected_kernel",
+    "zo_tangent_features",
     "kernel_error_second_moment",
     "one_step_output_change",
-    "projected_kernel",
-    "zo_entk",
+    "jacobian_matrix",
     "zo_sgd",
+    "OutputLoss",
     "zo_sgd_direction_key",
-    "zo_tangent_features",
 ]
 
 PyTree = Any

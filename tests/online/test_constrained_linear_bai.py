@@ -15,6 +15,7 @@ from scipy.optimize import minimize
 from experiments import runner
 from jaxopt_icml import base
 from jaxopt_icml.online import linear_bai as lb
+from jaxopt_icml.online import linear_bai_baselines as lbb
 from jaxopt_icml.testing import AlgorithmCase
 
 
@@ -37,22 +38,22 @@ CONTRACT_CASES = (
                  ({"ridge": 0.0}, "ridge"), ({"threshold": "kl"}, "threshold"),
                  ({"forced_exploration": 1}, "forced_exploration"))),
     AlgorithmCase(
-        "constrained_linbai_track_and_stop", lb.constrained_linbai_track_and_stop,
+        "constrained_linbai_track_and_stop", lbb.constrained_linbai_track_and_stop,
         {"delta": 0.1, "inner_steps": 3, "qp_steps": 3, "ridge": 0.1}, _small_problem,
         stochastic=True, invalid=(({"inner_steps": 0}, "inner_steps"),)),
     # the experiment's baselines (uniform in claim 2; G-optimal and LinGame reported beside
     # it). The G-optimal and uniform designs ignore theta: their sampling is the same for
     # every seed, the observed rewards (hence the estimate and the stop) are not
     AlgorithmCase(
-        "constrained_linbai_g_optimal", lb.constrained_linbai_g_optimal,
+        "constrained_linbai_g_optimal", lbb.constrained_linbai_g_optimal,
         {"delta": 0.1, "qp_steps": 3, "ridge": 0.1}, _small_problem, stochastic=True,
         invalid=(({"delta": 0.0}, "delta"), ({"ridge": -1.0}, "ridge"))),
     AlgorithmCase(
-        "constrained_linbai_uniform", lb.constrained_linbai_uniform,
+        "constrained_linbai_uniform", lbb.constrained_linbai_uniform,
         {"delta": 0.1, "qp_steps": 3, "ridge": 0.1}, _small_problem, stochastic=True,
         invalid=(({"delta": -0.5}, "delta"), ({"threshold": "kl"}, "threshold"))),
     AlgorithmCase(
-        "constrained_linbai_lingame", lb.constrained_linbai_lingame,
+        "constrained_linbai_lingame", lbb.constrained_linbai_lingame,
         {"delta": 0.1, "qp_steps": 3, "ridge": 0.1}, _small_problem, stochastic=True,
         invalid=(({"delta": 1.0}, "delta"), ({"qp_steps": -1}, "qp_steps"))),
 )
@@ -284,7 +285,7 @@ def test_theta_hat_is_ridge_least_squares():
     """theta_hat = (sum x x^T + ridge I)^-1 sum y x, with the observations re-drawn from the
     oracle with the same keys (base.run's key schedule)."""
     env = lb.constrained_instance(1, dtype=jnp.float64)
-    alg = lb.constrained_linbai_uniform(0.1, ridge=0.5)
+    alg = lbb.constrained_linbai_uniform(0.1, ridge=0.5)
     key = jax.random.PRNGKey(7)
     _, tr = base.run(alg, lb.initial_estimate(env), env, key, 40, trace_fn=_trace)
     _, update_key = jax.random.split(key)
@@ -302,10 +303,10 @@ def test_uniform_and_g_optimal_designs():
     Kiefer-Wolfowitz bound max_k x_k^T V(w)^-1 x_k <= d (1 + 0.02) after 400 updates."""
     env = lb.constrained_instance(4, dtype=jnp.float64)
     x0 = lb.initial_estimate(env)
-    _, tr = base.run(lb.constrained_linbai_uniform(0.1), x0, env, jax.random.PRNGKey(0), 90,
+    _, tr = base.run(lbb.constrained_linbai_uniform(0.1), x0, env, jax.random.PRNGKey(0), 90,
                      trace_fn=_trace)
     np.testing.assert_array_equal(np.asarray(tr["info"]["action"]), np.arange(90) % 18)
-    _, tr = base.run(lb.constrained_linbai_g_optimal(0.1), x0, env, jax.random.PRNGKey(0), 400,
+    _, tr = base.run(lbb.constrained_linbai_g_optimal(0.1), x0, env, jax.random.PRNGKey(0), 400,
                      trace_fn=_trace)
     w = np.asarray(tr["w"])[-1].ravel()
     flat = np.asarray(env.features).reshape(18, -1)
@@ -318,7 +319,7 @@ def test_lingame_is_adahedge():
     cumulative losses: eta_t = ln(n) / Delta_t, Delta_t += w.l - mix(l), w ~ exp(-eta L)."""
     env = lb.constrained_instance(2, dtype=jnp.float64)
     trace = lambda s, st, o: (st.allocation, st.losses, st.mix_gap)
-    _, (w, L, gap) = base.run(lb.constrained_linbai_lingame(0.1), lb.initial_estimate(env), env,
+    _, (w, L, gap) = base.run(lbb.constrained_linbai_lingame(0.1), lb.initial_estimate(env), env,
                               jax.random.PRNGKey(4), 60, trace_fn=trace)
     w, L, gap = (np.asarray(v) for v in (w, L, gap))
     n = 18
@@ -371,9 +372,9 @@ def test_errors():
     with pytest.raises(ValueError, match="delta"):
         lb.constrained_linbai_dual(1.5)
     with pytest.raises(ValueError, match="inner_steps"):
-        lb.constrained_linbai_track_and_stop(0.1, inner_steps=0)
+        lbb.constrained_linbai_track_and_stop(0.1, inner_steps=0)
     with pytest.raises(ValueError, match="stopping"):
-        lb.constrained_linbai_uniform(0.1, stopping="yes")
+        lbb.constrained_linbai_uniform(0.1, stopping="yes")
     with pytest.raises(ValueError, match="kind"):
         lb.stopping_threshold(10, 0.1, kind="bad")
     with pytest.raises(ValueError, match="iters"):

@@ -1,4 +1,5 @@
-"""Tests of M+Adam, Madam and the low-precision rounding (jaxopt_icml.optim.m_plus_adam)."""
+"""Tests of M+Adam, Madam (jaxopt_icml.optim.m_plus_adam) and the low-precision rounding
+(jaxopt_icml.optim.formats)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,15 @@ import optax
 import pytest
 
 from experiments import runner
-from jaxopt_icml.optim.m_plus_adam import (
+from jaxopt_icml.optim.formats import (
     FORMATS,
     _nearest_by_reduce_precision,
     dequantize,
-    m_plus_adam,
-    madam,
     quantize,
     round_to_format,
     tensor_scale,
 )
+from jaxopt_icml.optim.m_plus_adam import m_plus_adam, madam
 from jaxopt_icml.testing import TransformationCase
 
 _LOW = (jnp.bfloat16, jnp.float8_e4m3fn, jnp.float8_e5m2, jnp.float4_e2m1fn)
