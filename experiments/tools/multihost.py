@@ -60,12 +60,13 @@ def _parallel_sgd(num_workers: int):
 
 # name -> builder(num_workers) -> (make(mesh) -> OracleAlgorithm, x0, oracle, num_steps)
 def _from_experiment(slug: str) -> Callable:
-    """The ``multihost_case`` builder of ``experiments.<slug>`` (imported when the case runs)."""
+    """The ``multihost_case`` builder of the paper's experiment module (imported when the case
+    runs)."""
 
     def build(num_workers: int):
-        import importlib
+        from experiments import runner
 
-        return importlib.import_module(f"experiments.{slug}").multihost_case(num_workers)
+        return runner.load(slug).multihost_case(num_workers)
 
     return build
 
