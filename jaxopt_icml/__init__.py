@@ -12,8 +12,8 @@ FAMILIES = (
     "optim", "zeroth_order", "minimax", "distributed", "online", "transport", "robust",
     "generative", "decision", "preference", "training", "stats", "systems",
 )
-_CORE = ("base", "theory", "problems", "mesh", "checkpoint", "catalog", "testing", "models",
-         "hyperparams", "projections")
+_CORE = ("base", "theory", "problems", "sharding", "mesh", "checkpoint", "catalog", "testing",
+         "models", "hyperparams", "projections")
 
 
 def __getattr__(name):

@@ -146,8 +146,8 @@ def family_exports(family: str) -> dict[str, object]:
     """``{name: object}`` for the public names of every paper registered in ``family``.
 
     Raises:
-      ImportError: two registered modules export one name bound to different objects, or a
-        module lacks a name its ``__all__`` lists.
+      ImportError: a registered module has no ``__all__`` or lacks a name it lists, or two
+        registered modules export one name bound to different objects.
     """
     out: dict[str, object] = {}
     origin: dict[str, str] = {}
@@ -156,7 +156,9 @@ def family_exports(family: str) -> dict[str, object]:
             continue
         for full in paper.module_names:
             module = importlib.import_module(full)
-            for name in getattr(module, "__all__", ()):
+            if not hasattr(module, "__all__"):
+                raise ImportError(f"{full} (registered by paper {paper.slug!r}) has no __all__")
+            for name in module.__all__:
                 if not hasattr(module, name):
                     raise ImportError(f"{full}.__all__ lists {name!r}, which it does not define")
                 value = getattr(module, name)

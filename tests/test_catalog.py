@@ -7,6 +7,7 @@ repository side (``experiments.tools.status``: what exists for each row, derived
 import argparse
 import importlib
 import json
+import os
 import pkgutil
 import subprocess
 import sys
@@ -309,3 +310,34 @@ def test_status_is_a_cli_command():
     assert "goma" in proc.stdout and "complete" in proc.stdout
 
 
+
+
+def test_a_new_paper_in_a_fresh_process_needs_only_its_module_and_entry(tmp_path):
+    """The same as above without any monkeypatching: a copy of the package with one new module
+    file and one catalog entry, imported in a fresh process, exports the paper's names from its
+    family, lists them as its public names, and the repository's status view finds its code."""
+    import shutil
+
+    package = tmp_path / "jaxopt_icml"
+    shutil.copytree(ROOT / "jaxopt_icml", package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "stats" / "brand_new_paper.py").write_text(
+        '"""A stand-in paper module."""\n__all__ = ["brand_new_solver"]\n\n\n'
+        "def brand_new_solver():\n    return 42\n")
+    rows = json.loads((package / "catalog.json").read_text())
+    row = next(r for r in rows if r["family"] == "stats" and "modules" not in r)
+    row["modules"] = ["brand_new_paper"]
+    (package / "catalog.json").write_text(json.dumps(rows))
+    code = (
+        "import jaxopt_icml, jaxopt_icml.stats as fam\n"
+        f"assert jaxopt_icml.__file__.startswith({str(tmp_path)!r}), jaxopt_icml.__file__\n"
+        "assert fam.brand_new_solver() == 42 and fam.__all__ == ['brand_new_solver']\n"
+        "from jaxopt_icml import catalog\n"
+        f"assert catalog.public_names({row['slug']!r}) == ('brand_new_solver',)\n"
+        "from experiments.tools import status\n"
+        f"st = status.status({row['slug']!r})\n"
+        "assert st['code'] and not st['experiment'] and st['status'] == 'partial', st\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]

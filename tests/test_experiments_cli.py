@@ -136,6 +136,10 @@ def test_describe_problem():
     out = runner.describe({"L": 2.0, "mu": np.float32(0.5), "A": np.zeros((10, 10)),
                            "z": np.array([1.0, 2.0])})
     assert out == {"L": 2.0, "mu": 0.5, "A": "array(10, 10) float64", "z": [1.0, 2.0]}
+    import jax
+
+    keys = {"k": jax.random.key(0), "ks": jax.random.split(jax.random.key(1), 3)}
+    assert runner.describe(keys) == {"k": "PRNG key array()", "ks": "PRNG key array(3,)"}
 
 
 def test_load_unknown_slug():

@@ -164,3 +164,27 @@ def test_seed_sequence_is_the_key_words_and_streams():
     assert runner.seed_sequence(typed).entropy == runner.seed_sequence(key).entropy
     with pytest.raises(ValueError, match="stream"):
         runner.seed_sequence(key, 1.5)
+
+
+def test_checkpointed_loop_refuses_checkpoints_past_its_chunks(tmp_path):
+    keys = runner.seed_keys(jax.random.PRNGKey(0), 4)
+    state0 = {"x": jnp.ones(3), "count": jnp.int32(0)}
+    runner.checkpointed_loop(_chunk_fn(), state0, 5, out_dir=tmp_path, cfg=_Cfg(), keys=keys)
+    with pytest.raises(ValueError, match="past the 3 chunks"):
+        runner.checkpointed_loop(_chunk_fn(), state0, 3, out_dir=tmp_path, cfg=_Cfg(), keys=keys,
+                                 resume=True)
+
+
+def test_checkpoints_of_another_layout_are_refused(tmp_path):
+    import json
+
+    keys = runner.seed_keys(jax.random.PRNGKey(0), 4)
+    state0 = {"x": jnp.ones(3), "count": jnp.int32(0)}
+    runner.checkpointed_loop(_chunk_fn(), state0, 2, out_dir=tmp_path, cfg=_Cfg(), keys=keys)
+    path = tmp_path / "checkpoints" / runner.CHECKPOINT_CONFIG
+    record = json.loads(path.read_text())
+    del record["layout"]  # as written before checkpoints were numbered by chunk
+    path.write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="layout"):
+        runner.checkpointed_loop(_chunk_fn(), state0, 3, out_dir=tmp_path, cfg=_Cfg(), keys=keys,
+                                 resume=True)

@@ -106,7 +106,6 @@ def test_my_method_closed_form():
 @pytest.mark.claims
 def test_claims_quick(experiment, quick_results):
     """Every claim of the experiment at QUICK size with key 0. The default expects exactly
-    ``KNOWN_FAILING`` less ``FULL_ONLY_FAILING`` to fail. A claim that fails only at QUICK size
-    is named here explicitly, with the reason in the experiment, e.g.
-    ``expected_failing=("my_method_rate_slope",)``."""
+    ``KNOWN_FAILING`` less ``FULL_ONLY_FAILING`` to fail, in both directions (a documented
+    miss that starts passing fails this test too). Write the measured values here."""
     runner.check_quick_claims(experiment, quick_results)

@@ -154,8 +154,7 @@ def make_problem(cfg: Config, key, num_agents: int | None = None, *, common_mini
     are the min/max eigenvalues over all agents' Hessians. ``common_minimizer`` replaces each
     ``b_i`` by ``H_i x*`` (all agents share ``x*``; for EF)."""
     n = max(cfg.agent_counts) if num_agents is None else num_agents
-    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(runner.seed_int(key))
     d, m = cfg.dim, cfg.samples
     x_true = rng.normal(size=d)
     a = rng.normal(size=(n, m, d))

@@ -129,11 +129,6 @@ QUICK = Config(seeds=16, horizon=2500, num_random=8, random_seeds=8, random_hori
                alloc_tol=0.2)
 
 
-def _rbg(key):
-    seed = jax.random.randint(key, (), 0, 2 ** 31 - 1)
-    return jax.random.key(int(seed), impl="unsafe_rbg")
-
-
 def make_problem(cfg: Config, key=None) -> lb.ConstrainedLinearBandit:
     """The claim-1 instance (deterministic in ``cfg.instance_seed``)."""
     del key
@@ -214,7 +209,7 @@ def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_di
     seed) pairs whose size need not divide the device count; ``out_dir``/``resume`` are unused
     (no run is long enough to checkpoint)."""
     del shard, out_dir, resume
-    k_main, k_tas, k_alloc = jax.random.split(_rbg(key), 3)
+    k_main, k_tas, k_alloc = jax.random.split(runner.rbg_key(runner.seed_int(key)), 3)
     env = make_problem(cfg)
     K, C, d = env.features.shape
     methods = make_methods(cfg)

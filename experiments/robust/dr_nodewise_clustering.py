@@ -166,9 +166,8 @@ QUICK = Config(seeds=8, n=80, d=40, num_clusters=2, num_sims=300, outer_steps=40
 
 def make_problem(cfg: Config, key) -> dict:
     """``cluster``: one block model per seed (vmapped, a :class:`BlockModel` with a leading seed
-    axis) with the preprocessed data; ``solver``: the claim-2 instances."""
-    return {"cluster": _data(cfg, runner.seed_keys(key, cfg.seeds, fast=True)),
-            "solver_key": runner.stream_key(key, 7, fast=True)}
+    axis) with the preprocessed data. The claim-2 instances are drawn by ``run`` (stream 7)."""
+    return {"cluster": _data(cfg, runner.seed_keys(key, cfg.seeds, fast=True))}
 
 
 @functools.partial(jax.jit, static_argnums=(0,),

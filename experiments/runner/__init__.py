@@ -34,6 +34,7 @@ from experiments.runner.loading import (
 from experiments.runner.loop import (
     CHECKPOINT_CONFIG,
     check_checkpoint_config,
+    checkpoint_dir,
     checkpointed_loop,
     progress,
 )
@@ -54,6 +55,7 @@ from experiments.runner.records import (
 from experiments.runner.seeds import (
     STREAMS,
     rbg_key,
+    seed_int,
     seed_keys,
     seed_of,
     seed_sequence,
@@ -72,6 +74,7 @@ __all__ = [
     "band_plot",
     "check_checkpoint_config",
     "check_quick_claims",
+    "checkpoint_dir",
     "checkpointed_loop",
     "claim_values",
     "config_dict",
@@ -88,6 +91,7 @@ __all__ = [
     "quick_results",
     "rbg_key",
     "record_claims",
+    "seed_int",
     "repo_root",
     "save_figures",
     "seed_keys",

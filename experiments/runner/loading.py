@@ -24,7 +24,7 @@ __all__ = [
     "test_path",
 ]
 
-# What every experiment module defines (CONTRIBUTING.md, "Experiments").
+# What every experiment module defines (CONTRIBUTING.md section 4).
 EXPERIMENT_INTERFACE = (
     "SLUG", "TITLE", "Config", "QUICK", "FULL", "make_problem", "make_methods", "run",
     "summarize", "plot", "CLAIMS",

@@ -18,9 +18,13 @@ import re
 import shutil
 from collections.abc import Callable, Iterable
 
-__all__ = ["CHECKPOINT_CONFIG", "check_checkpoint_config", "checkpointed_loop", "progress"]
+__all__ = ["CHECKPOINT_CONFIG", "check_checkpoint_config", "checkpoint_dir", "checkpointed_loop",
+           "progress"]
 
 CHECKPOINT_CONFIG = "config.json"
+# How checkpoints are numbered (by chunk); recorded in config.json so that checkpoints written
+# another way are refused instead of being resumed from the wrong place.
+LAYOUT = "chunk-index"
 
 
 def progress(iterable: Iterable, *, enabled: bool = True, desc: str | None = None,
@@ -40,6 +44,12 @@ def _root(out_dir) -> str:
     return os.path.join(os.fspath(out_dir), "checkpoints")
 
 
+def checkpoint_dir(out_dir, name: str) -> str:
+    """``<out_dir>/checkpoints/<name>``, with every run of characters other than letters and
+    digits in ``name`` replaced by ``_``: where :func:`checkpointed_loop` keeps loop ``name``."""
+    return os.path.join(_root(out_dir), re.sub(r"[^A-Za-z0-9]+", "_", name))
+
+
 def _record(cfg, keys) -> dict:
     import jax
     import numpy as np
@@ -49,7 +59,8 @@ def _record(cfg, keys) -> dict:
     keys = jax.device_get(keys)
     if jax.dtypes.issubdtype(keys.dtype, jax.dtypes.prng_key):
         keys = jax.random.key_data(keys)
-    record = {"config": config_dict(cfg), "seed_keys": np.asarray(keys).tolist()}
+    record = {"config": config_dict(cfg), "seed_keys": np.asarray(keys).tolist(),
+              "layout": LAYOUT}
     return json.loads(json.dumps(record))  # tuples -> lists, as stored
 
 
@@ -74,6 +85,8 @@ def check_checkpoint_config(out_dir, cfg, keys, *, resume: bool) -> None:
                 for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
         if stored.get("seed_keys") != record["seed_keys"]:
             diff.append("seed_keys: differ (another --key or number of seeds)")
+        if stored.get("layout") != record["layout"]:
+            diff.append(f"layout: {stored.get('layout')!r} -> {record['layout']!r}")
         if diff:
             raise ValueError(
                 f"cannot resume from {root}: its checkpoints were written with another "
@@ -126,11 +139,14 @@ def checkpointed_loop(run_chunk: Callable, state, num_chunks: int, *, out_dir=No
         if cfg is None or keys is None:
             raise ValueError("checkpointed_loop needs cfg and keys with out_dir (the "
                              "checkpoints record what they depend on)")
-        ckdir = os.path.join(_root(out_dir), re.sub(r"[^A-Za-z0-9]+", "_", name))
+        ckdir = checkpoint_dir(out_dir, name)
         check_checkpoint_config(out_dir, cfg, keys, resume=resume)
         if not resume and os.path.isdir(ckdir):
             shutil.rmtree(ckdir)
         last = checkpoint.latest_step(ckdir) if resume else None
+        if last is not None and last > num_chunks:
+            raise ValueError(f"cannot resume from {ckdir}: its newest checkpoint is chunk {last}, "
+                             f"past the {num_chunks} chunks of this run")
         if last is not None:
             state = checkpoint.restore(ckdir, state, step=last)  # keeps the target's placement
             start = last

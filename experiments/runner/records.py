@@ -82,7 +82,7 @@ def record_claims(exp, cfg, key: int, claims, *, quick: bool, results=None,
                   root=None) -> Path | None:
     """Writes ``runs/<slug>[-quick]/results.json`` with the claims just evaluated, as
     ``python -m experiments run`` does, when the environment variable ``JAXOPT_ICML_RECORD`` is
-    ``"1"`` (CI sets it while executing the notebooks, so that ``python -m jaxopt_icml.catalog``
+    ``"1"`` (CI sets it while executing the notebooks, so that ``python -m experiments catalog``
     reports those outcomes instead of running every experiment again); otherwise nothing.
 
     With ``results`` (the dict ``exp.run(cfg, PRNGKey(key))`` returned) and ``quick``, the
@@ -213,6 +213,12 @@ def fast_cpu_compile_options() -> dict:
     return {"xla_cpu_use_fusion_emitters": False} if jax.default_backend() == "cpu" else {}
 
 
+def _is_key(obj) -> bool:
+    import jax
+
+    return jax.dtypes.issubdtype(obj.dtype, jax.dtypes.prng_key)
+
+
 def describe(problem, *, max_size: int = 8) -> dict:
     """Key constants of a problem pytree (for printing in notebooks).
 
@@ -236,7 +242,9 @@ def describe(problem, *, max_size: int = 8) -> dict:
             for k, v in items:
                 visit(f"{prefix}.{k}" if prefix else str(k), v)
             return
-        if hasattr(obj, "shape") and hasattr(obj, "dtype"):
+        if hasattr(obj, "shape") and hasattr(obj, "dtype") and _is_key(obj):
+            out[prefix] = f"PRNG key array{tuple(obj.shape)}"
+        elif hasattr(obj, "shape") and hasattr(obj, "dtype"):
             size = int(np.prod(obj.shape))
             if size <= max_size:
                 value = np.asarray(obj)

@@ -14,7 +14,8 @@ vmapped programs:
   two keys below 65536 never coincide.
 
 :func:`seed_sequence` gives the parts that draw on the host with NumPy a
-``numpy.random.SeedSequence`` of the key's words (and stream ints).
+``numpy.random.SeedSequence`` of the key's words (and stream ints), and :func:`seed_int` an int
+drawn from a (per-seed) key, for a NumPy generator or an RBG key of that seed.
 
 :func:`seeded_program` compiles a function already vmapped over seeds once, or shards its seed
 axis over every local device (``--shard``).
@@ -26,8 +27,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["STREAMS", "rbg_key", "seed_keys", "seed_of", "seed_sequence", "seeded_program",
-           "stream_key"]
+__all__ = ["STREAMS", "rbg_key", "seed_int", "seed_keys", "seed_of", "seed_sequence",
+           "seeded_program", "stream_key"]
 
 # fast streams per key: stream must lie in [0, STREAMS)
 STREAMS = 65536
@@ -99,12 +100,18 @@ def seed_keys(key, num_seeds: int, *, stream: int = 0, fast: bool = False):
     Raises:
       ValueError: ``num_seeds`` is not a positive int, or ``stream`` is invalid.
     """
+    from jaxopt_icml import base
+
+    return base.split_keys(stream_key(key, stream, fast=fast), num_seeds)
+
+
+def seed_int(key) -> int:
+    """An int in ``[0, 2**31 - 1)`` drawn from ``key`` (``jax.random.randint``): the seed of a
+    host NumPy generator (``np.random.default_rng(seed_int(k))``) or of an RBG key
+    (``rbg_key(seed_int(k))``) for the seed whose key is ``k``."""
     import jax
 
-    if isinstance(num_seeds, bool) or not isinstance(num_seeds, int | np.integer) \
-            or num_seeds < 1:
-        raise ValueError(f"num_seeds must be a positive int, got {num_seeds!r}")
-    return jax.random.split(stream_key(key, stream, fast=fast), int(num_seeds))
+    return int(jax.random.randint(key, (), 0, 2**31 - 1))
 
 
 def seed_sequence(key, *stream: int) -> np.random.SeedSequence:

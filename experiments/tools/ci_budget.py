@@ -3,8 +3,9 @@
 ``python -m experiments.tools.ci_budget DIR --total SECONDS`` reads what ``.ci/run`` leaves in
 ``DIR``: ``stages.txt`` (one ``name seconds`` line per stage) and the JUnit reports of the
 notebook and test stages (``*.xml``). A paper's cost is the time of its notebook plus the summed
-time of the tests in its test file (``tests/<family>/test_<slug>.py``), in worker-seconds: the
-tests run on several workers, so a stage's wall time is about its summed time over the workers.
+time of the tests in its test file (``tests/<family>/test_<slug>.py``) and of its cases in the
+property matrix, in worker-seconds: the tests run on several workers, so a stage's wall time is
+about its summed time over the workers.
 
 The projection adds, to the measured total, the mean cost of an implemented paper for every
 catalog paper not implemented yet, divided by the worker count; it is compared with the budget
@@ -15,13 +16,15 @@ lines are printed, never raised: the stage times are measurements, not tests.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["BUDGET_ALL_S", "BUDGET_NOW_S", "main", "paper_costs", "report"]
+__all__ = ["BUDGET_ALL_S", "BUDGET_NOW_S", "contract_case_papers", "main", "paper_costs",
+           "report"]
 
 BUDGET_NOW_S = 20 * 60
 BUDGET_ALL_S = 40 * 60
@@ -32,23 +35,49 @@ def _cases(path: Path):
         yield case.get("classname", ""), case.get("name", ""), float(case.get("time", 0.0))
 
 
-def paper_costs(reports, slugs_by_family: dict[str, str]) -> dict[str, float]:
-    """Seconds per paper slug from JUnit ``reports`` (notebook tests are named
-    ``test_notebook_executes[<slug>]``-style, with the slug in brackets; test files are
-    ``tests.<family>.test_<slug>``)."""
+def contract_case_papers(root=None) -> dict[str, str]:
+    """``{case name: slug}`` for the property-matrix cases each paper's test file declares
+    (the ``name`` of every ``...Case(...)`` call, first argument or keyword, when it is a string
+    literal; read from the source without importing it)."""
+    from experiments.runner import loading
+    from jaxopt_icml import catalog
+
+    root = loading.repo_root() if root is None else Path(root)
+    out = {}
+    for paper in catalog.implemented():
+        path = root / loading.test_path(paper)
+        if not path.is_file():
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and getattr(
+                    node.func, "id", getattr(node.func, "attr", "")).endswith("Case")):
+                continue
+            names = [kw.value for kw in node.keywords if kw.arg == "name"] + node.args[:1]
+            if names and isinstance(names[0], ast.Constant) and isinstance(names[0].value, str):
+                out[names[0].value] = paper.slug
+    return out
+
+
+def paper_costs(reports, slugs, case_papers=None) -> dict[str, float]:
+    """Seconds per paper slug from JUnit ``reports``: its test file
+    (``tests.<family>.test_<slug>``), its notebook (``test_notebook_executes_quick[<slug>]``)
+    and its property-matrix cases (``test_contract[<case>-<check>]``, mapped to papers by
+    ``case_papers``)."""
+    slugs, case_papers = set(slugs), case_papers or {}
     costs: dict[str, float] = defaultdict(float)
     for report in reports:
         for classname, name, seconds in _cases(Path(report)):
             parts = classname.split(".")
+            inside = name[name.index("[") + 1:name.rindex("]")] if "[" in name else None
+            slug = None
             if len(parts) >= 3 and parts[0] == "tests" and parts[2].startswith("test_"):
                 slug = parts[2].removeprefix("test_")
-                if slug in slugs_by_family:
-                    costs[slug] += seconds
-                    continue
-            if "notebook" in classname + name and "[" in name:
-                slug = name[name.index("[") + 1:name.rindex("]")]
-                if slug in slugs_by_family:
-                    costs[slug] += seconds
+            elif inside is not None and "notebook" in name:
+                slug = inside
+            elif inside is not None and parts[-1] == "test_contract":
+                slug = case_papers.get(inside.rsplit("-", 1)[0])
+            if slug in slugs:
+                costs[slug] += seconds
     return dict(costs)
 
 
@@ -62,8 +91,8 @@ def report(directory, total: float, *, workers: int | None = None) -> str:
         lines.append("ci: stage times (s): " + ", ".join(
             f"{n} {s}" for n, s in (line.split() for line in stages.read_text().splitlines()
                                     if line.strip())))
-    slugs = {p.slug: p.family for p in catalog.implemented()}
-    costs = paper_costs(sorted(directory.glob("*.xml")), slugs)
+    slugs = [p.slug for p in catalog.implemented()]
+    costs = paper_costs(sorted(directory.glob("*.xml")), slugs, contract_case_papers())
     workers = workers or max(1, min(4, os.cpu_count() or 1))
     if costs:
         slowest = sorted(costs.items(), key=lambda kv: -kv[1])[:10]

@@ -193,7 +193,7 @@ for c in claims:
     if not c.passed:
         why = "documented non-reproduction" if c.name in known else "UNEXPECTED failure"
         print(f"{c.name}: FAIL ({why}; measured {c.value:.4g})")
-# CI (JAXOPT_ICML_RECORD=1) records these outcomes for `python -m jaxopt_icml.catalog`, and
+# CI (JAXOPT_ICML_RECORD=1) records these outcomes for `python -m experiments catalog`, and
 # the QUICK results for the claims tests (reused only by identical source code)
 runner.record_claims(exp, cfg, 0, claims, quick=QUICK, results=results)'''
     plots = '''\

@@ -339,10 +339,11 @@ def optimistic_two_point_bco(delta: float = 1e-2, *, shrink: float | None = None
     ``nonconsecutive_identity``); the hint error contracts like ``(1 - 1/k)`` per round while
     absorbing the gradient drift, so the sum is ``O(k^2 G^2)`` (start-up) plus ``O(k V_T)``
     for i.i.d. drift and ``O(k^2 V_T)`` for a random-walk drift, in this reconstruction.
-    Measured in ``experiments/online/gradient_variation_bco.py``: ``adaptivity_*``, ``variance_*``,
-    ``game_*``, ``strongly_convex_ratio`` pass; ``d_exponent_gap`` (the spec's d-exponent gap
-    to the naive hint) does not reach 0.3 (0.17 at FULL): the start-up term, exponent 1 in
-    ``d``, mixes with the ``sqrt(d V_T)`` term.
+    Checked by claims ``adaptivity_*``, ``variance_*``, ``game_*``, ``strongly_convex_ratio`` and
+    ``d_exponent_gap`` (the spec's d-exponent gap to the naive hint; in ``KNOWN_FAILING``: the
+    start-up term, exponent 1 in ``d``, mixes with the ``sqrt(d V_T)`` term) of
+    ``experiments/online/gradient_variation_bco.py``.
+    Measured results: the docstring of ``experiments/online/gradient_variation_bco.py``.
     """
     check_float("delta", delta, allow_schedule=False)
     check_float("shrink", shrink, high=1.0, allow_schedule=False, allow_none=True)

@@ -25,8 +25,7 @@ The baselines live in :mod:`jaxopt_icml.optim.deva_baselines`: :func:`soap` (Ada
 Shampoo eigenbasis, Vyas et al. 2024; optax 0.2.8 has no ``contrib.soap``) and :func:`signum`
 (momentum signSGD). The machinery DeVA's Schatten form shares with SOAP, :func:`newton_schulz`
 (the quintic iteration Muon uses, our own implementation), :func:`polar_svd` and the eigenbasis
-bookkeeping, lives in :mod:`jaxopt_icml.optim.eigenbasis`. All of these names remain importable
-from this module.
+bookkeeping, lives in :mod:`jaxopt_icml.optim.eigenbasis`.
 """
 from __future__ import annotations
 

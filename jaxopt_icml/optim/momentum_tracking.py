@@ -51,10 +51,11 @@ parameters optax returns, and for Nesterov's *iterate* :math:`\theta_t` (see bel
 
 Theory (what the experiment measures, ``experiments/optim/momentum_tracking.py``): at matched
 effective step the drift part of heavy ball / Nesterov exceeds SGD's by a factor that diverges as
-:math:`\beta \to 1` (2.4 at :math:`\beta = 0.9`, 16.4 at 0.99 for the spec's problem), while the
-noise part is slightly smaller (ratio 0.79-0.94): momentum is no free lunch against noise and
-pays for drift. The exact factor grows like :math:`(1-\beta)^{-1}` (local exponent :math:`\to 1`),
-not the :math:`(1-\beta)^{-2}` quoted for the paper's upper bound.
+:math:`\beta \to 1` (closed form on the spec's problem: 2.4 at :math:`\beta = 0.9`, 16.4 at
+0.99), while the noise part is slightly smaller (closed-form ratio 0.79-0.94): momentum is no
+free lunch against noise and pays for drift. The exact factor grows like
+:math:`(1-\beta)^{-1}` (local exponent :math:`\to 1`), not the :math:`(1-\beta)^{-2}` quoted
+for the paper's upper bound.
 
 References:
   S. Sahu, C. J. Hogan, M. T. Wells, "On the Provable Suboptimality of Momentum SGD in

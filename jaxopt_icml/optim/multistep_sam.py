@@ -337,12 +337,12 @@ def multistep_sam(
       :math:`\ge 0.9999` at :math:`\rho = 10^{-4}`); (2) at large :math:`\rho` the ``K``-step
       inner loop nearly solves the inner maximisation where one SAM step falls short; (3) more
       inner steps reduce the minimax gap, while optax's unprojected multi-step variant diverges.
-      A step costs ``K + 1`` gradient evaluations; at equal evaluations (22000 on the
-      experiment's 2-D problem) ``K = 10`` still has a smaller gap than ``K = 1`` (median
-      ratio 0.78 cold, 0.90 warm, 5 seeds), since ``K = 1`` stalls at a biased point rather
-      than converging slowly; at small budgets ``K = 1`` can be ahead (reported, not claimed).
+      A step costs ``K + 1`` gradient evaluations; ``K = 1`` stalls at a biased point (one
+      ascent step misses the inner maximiser) rather than converging slowly, so the
+      experiment also compares the methods at equal evaluations (reported, not claimed).
       Checked by ``experiments/optim/multistep_sam.py`` (``CLAIMS``) and
       ``tests/optim/test_multistep_sam.py``.
+      Measured results: the docstring of ``experiments/optim/multistep_sam.py``.
 
     References:
       Ying Chen, Aoxi Li, Javad Lavaei, "Understanding SAM through Minimax Perspective",

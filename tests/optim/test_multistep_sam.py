@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import re
 import shutil
 
 import jax
@@ -362,11 +361,6 @@ def test_claims_quick(experiment):
         plt.close(fig)
 
 
-def _method_dir(out_dir, name):
-    """Where :func:`experiments.runner.checkpointed_loop` keeps the checkpoints of ``name``."""
-    return os.path.join(out_dir, "checkpoints", re.sub(r"[^A-Za-z0-9]+", "_", name))
-
-
 def _classifier_run(exp, cfg, name):
     """``train(**kwargs)``: :func:`train_classifier` of method ``name`` on a two-moons set, and
     the seed keys and transformation it uses."""
@@ -386,7 +380,7 @@ def test_classifier_resume_is_bitwise(experiment, tmp_path):
     straight = train()
     saved = train(out_dir=tmp_path)
     # Simulate a crash after step 100 (chunk 2 of 3): drop the last checkpoint, then resume.
-    ckdir = _method_dir(tmp_path, name)
+    ckdir = runner.checkpoint_dir(tmp_path, name)
     assert ckdir.endswith("Multi_step_SAM_K_3")
     shutil.rmtree(os.path.join(ckdir, "3"))
     resumed = train(out_dir=tmp_path, resume=True)
@@ -424,7 +418,7 @@ def test_classifier_sharded_resume_matches_vmapped(experiment, tmp_path):
     train, _, _ = _classifier_run(experiment, cfg, name)
     plain = train()
     train(shard=True, out_dir=tmp_path)
-    shutil.rmtree(os.path.join(_method_dir(tmp_path, name), "2"))
+    shutil.rmtree(os.path.join(runner.checkpoint_dir(tmp_path, name), "2"))
     resumed = train(shard=True, out_dir=tmp_path, resume=True)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
                  plain, resumed)
