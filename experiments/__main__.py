@@ -121,6 +121,9 @@ def _run_main(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     print(f"{exp.SLUG}: {'QUICK' if args.quick else 'FULL'} config, {cfg.seeds} seeds, "
           f"key {args.key}, {num_devices} {jax.default_backend()} device(s) -> {out}")
+    if args.resume and not getattr(exp, "RESUMABLE", False):
+        print(f"note: {exp.SLUG} has no checkpointed loop (RESUMABLE is not set): --resume "
+              "changes nothing, the run starts from the beginning", file=sys.stderr)
 
     start = time.perf_counter()
     results = exp.run(cfg, jax.random.PRNGKey(args.key), shard=args.shard, progress=True,

@@ -39,9 +39,12 @@ __all__ = [
     "check_float",
     "check_static_int",
     "check_unit_interval",
+    "cast_like",
     "compute_dtype",
     "concrete_float",
+    "leaf_dtype",
     "resolve",
+    "to_compute",
 ]
 
 
@@ -56,6 +59,21 @@ def compute_dtype(dtype) -> jnp.dtype:
     if jnp.issubdtype(dtype, jnp.floating) and jnp.finfo(dtype).bits < 32:
         return jnp.dtype(jnp.float32)
     return dtype
+
+
+def leaf_dtype(x) -> jnp.dtype:
+    """The dtype of a leaf: ``x.dtype``, or that of ``jnp.asarray(x)`` for Python scalars."""
+    return x.dtype if hasattr(x, "dtype") else jnp.asarray(x).dtype
+
+
+def to_compute(tree):
+    """Every leaf of ``tree`` as an array in its compute dtype (:func:`compute_dtype`)."""
+    return jax.tree.map(lambda x: jnp.asarray(x).astype(compute_dtype(leaf_dtype(x))), tree)
+
+
+def cast_like(tree, like):
+    """Every leaf of ``tree`` cast to the dtype of the matching leaf of ``like``."""
+    return jax.tree.map(lambda t, p: jnp.asarray(t).astype(leaf_dtype(p)), tree, like)
 
 
 def concrete_float(value: Any) -> float | None:

@@ -238,3 +238,27 @@ def test_check_quick_claims_demands_exactly_the_expected_failures():
     with pytest.raises(AssertionError, match="not exp.CLAIMS in order"):
         runner.check_quick_claims(types.SimpleNamespace(CLAIMS=iter(claims)),
                                   dict.fromkeys("abc", 0.0))
+
+
+def test_resume_on_an_experiment_without_checkpoints_says_so(tmp_path, monkeypatch, capsys):
+    from experiments import __main__ as cli_main
+    from jaxopt_icml import theory
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        seeds: int = 1
+
+    fake = types.SimpleNamespace(
+        SLUG="goma", TITLE="t", QUICK=Cfg(), FULL=Cfg(),
+        run=lambda cfg, key, **kw: {"v": np.float32(1.0)},
+        CLAIMS=(theory.Claim("v", lambda r: float(r["v"]), "<=", 2.0, "s"),),
+        summarize=lambda r: {"v": 1.0}, plot=lambda r, cfg: {})
+    monkeypatch.setattr(runner, "load", lambda slug: fake)
+    assert cli_main.main(["run", "goma", "--quick", "--resume", "--out", str(tmp_path)]) == 0
+    assert "--resume changes nothing" in capsys.readouterr().err
+    fake.RESUMABLE = True
+    assert cli_main.main(["run", "goma", "--quick", "--resume", "--out", str(tmp_path)]) == 0
+    assert "--resume changes nothing" not in capsys.readouterr().err
+    import experiments.optim.multistep_sam as sam  # the experiment with a checkpointed loop
+
+    assert sam.RESUMABLE is True

@@ -71,6 +71,8 @@ from jaxopt_icml.models import MLP, abstract_params, init_params, pure_apply
 from jaxopt_icml.optim import multistep_sam, scale_by_multistep_sam
 
 SLUG, TITLE = runner.paper(__name__)
+# the Flax classifier trains in runner.checkpointed_loop: --resume continues it exactly
+RESUMABLE = True
 
 A_COEF = (1.5, 0.7)
 C_COEF = (0.3, -0.2)

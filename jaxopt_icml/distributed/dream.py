@@ -29,6 +29,7 @@ import numpy as np
 from jaxopt_icml import base
 from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.hyperparams import (
+    cast_like,
     check_bool,
     check_choice,
     check_float,
@@ -383,9 +384,9 @@ def dream_client(*, num_tasks: int, local_steps: int = 5, local_lr=0.05, global_
             keys = jax.random.split(k, num_tasks)
             if per_task:  # y has a task axis: task m's gradient at its own iterate
                 g = jax.vmap(lambda yy, m, kk: oracle.task_grad(yy, m, kk))(
-                    _cast_like(y, x), tasks, keys)
+                    cast_like(y, x), tasks, keys)
             else:
-                g = jax.vmap(lambda m, kk: oracle.task_grad(_cast_like(y, x), m, kk))(
+                g = jax.vmap(lambda m, kk: oracle.task_grad(cast_like(y, x), m, kk))(
                     tasks, keys)
             return jax.tree.map(lambda gi, ci: gi.astype(ci.dtype), g, correction)
 
@@ -451,10 +452,6 @@ def _server_mean(local_delta, oracle, axis_name):
         return jax.lax.psum(w * d, axis_name) / jax.lax.psum(w, axis_name)
 
     return jax.tree.map(mean, local_delta)
-
-
-def _cast_like(y, x):
-    return jax.tree.map(lambda yi, xi: yi.astype(xi.dtype), y, x)
 
 
 def dream(*, num_tasks: int, num_workers: int, local_steps: int = 5, local_lr=0.05,

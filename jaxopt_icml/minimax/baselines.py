@@ -59,6 +59,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxopt_icml.hyperparams import cast_like
 from jaxopt_icml.hyperparams import check_float as _check_scalar
 from jaxopt_icml.hyperparams import compute_dtype as _compute_dtype
 from jaxopt_icml.hyperparams import concrete_float as _concrete
@@ -165,10 +166,6 @@ def _copy(params):
     """A real copy: the anchor must not share a buffer with ``params`` (donating the state in a
     training loop would otherwise delete the caller's parameters)."""
     return jax.tree.map(lambda p: jnp.array(p, copy=True), params)
-
-
-def _cast_like(tree, like):
-    return jax.tree.map(lambda t, p: jnp.asarray(t).astype(jnp.asarray(p).dtype), tree, like)
 
 
 def _count0() -> jax.Array:
@@ -305,7 +302,7 @@ def extragradient(step_size: ScalarOrSchedule = 0.5, *,
         gamma = _value_at(step_size, state.count)
         eta = gamma if extrapolation is None else _value_at(extrapolation, state.count)
         half = _leafwise(lambda c, z, g: z - c(eta) * g, params, params, updates)
-        g_half = _cast_like(field_fn(half, 0), params)
+        g_half = cast_like(field_fn(half, 0), params)
         u = _leafwise(lambda c, g: -c(gamma) * g, updates, g_half)
         return u, CountState(optax.safe_int32_increment(state.count))
 
@@ -361,7 +358,7 @@ def dseg(step_size: ScalarOrSchedule = 0.1, *, extrapolation: float | None = Non
         eta0 = gamma0 if extrapolation is None else _value_at(extrapolation, count)
         half = _leafwise(lambda c, z, g: z - _poly(c(eta0), c(count), extrapolation_decay) * g,
                          params, params, updates)
-        g_half = _cast_like(field_fn(half, 0), params)
+        g_half = cast_like(field_fn(half, 0), params)
         u = _leafwise(lambda c, g: -_poly(c(gamma0), c(count), decay) * g, updates, g_half)
         return u, CountState(optax.safe_int32_increment(state.count))
 
@@ -404,7 +401,7 @@ def ogda(step_size: ScalarOrSchedule = 0.25, *,
         eta = gamma if extrapolation is None else _value_at(extrapolation, state.count)
         u = _leafwise(lambda c, g, gp: -c(gamma) * g - c(eta) * (g - gp),
                       updates, updates, state.prev_field)
-        prev = _cast_like(updates, state.prev_field)
+        prev = cast_like(updates, state.prev_field)
         return u, OptimisticState(optax.safe_int32_increment(state.count), prev)
 
     return optax.GradientTransformationExtraArgs(init, update)
@@ -465,7 +462,7 @@ def _anchored_two_call(name, step_size, anchor_offset, damp_first):
             return z + b * (z0 - z) - first * g
 
         half = _leafwise(half_fn, params, params, state.anchor, updates)
-        g_half = _cast_like(field_fn(half, 0), params)
+        g_half = cast_like(field_fn(half, 0), params)
 
         def step_fn(c, z, z0, gh):
             b = _anchor_weight(count, anchor_offset, z.dtype)

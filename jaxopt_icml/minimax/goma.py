@@ -59,9 +59,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxopt_icml.hyperparams import cast_like
 from jaxopt_icml.minimax.baselines import (
     ScalarOrSchedule,
-    _cast_like,
     _check_decay,
     _check_offset,
     _check_scalar,
@@ -118,7 +118,7 @@ def _goma_core(gamma_fn, eta_fn, *, anchor: str, anchor_offset: int, damp_correc
             return b * (z0 - z) - gamma * g - corr * (g - gp)
 
         u = _leafwise(leaf, updates, params, state.anchor, updates, state.prev_field)
-        prev = _cast_like(updates, state.prev_field)
+        prev = cast_like(updates, state.prev_field)
         return u, GomaState(optax.safe_int32_increment(count), state.anchor, prev)
 
     return optax.GradientTransformationExtraArgs(init, update)

@@ -43,7 +43,12 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype, concrete_float
+from jaxopt_icml.hyperparams import (
+    check_float,
+    check_static_int,
+    concrete_float,
+    to_compute,
+)
 
 # the library's one sort-based simplex projection, re-exported here (minimax's public name)
 from jaxopt_icml.projections import project_simplex
@@ -66,12 +71,6 @@ __all__ = [
 def _radius(name: str, value) -> float:
     check_float(name, value, allow_schedule=False)
     return value
-
-
-def _cd(x):
-    """``x`` as an array in its compute dtype."""
-    x = jnp.asarray(x)
-    return x.astype(compute_dtype(x.dtype))
 
 
 # --------------------------------------------------------------------------- simplex
@@ -153,7 +152,7 @@ def l1_ball_projection(radius: float = 1.0) -> Callable:
 
     def proj(z):
         z = jnp.asarray(z)
-        flat = _cd(z).reshape(-1)
+        flat = to_compute(z).reshape(-1)
         r = jnp.asarray(radius, flat.dtype)
         out = jnp.sign(flat) * project_simplex(jnp.abs(flat), r)
         out = jnp.where(jnp.sum(jnp.abs(flat)) <= r, flat, out)
@@ -176,7 +175,7 @@ def l2_ball_lmo(radius: float = 1.0) -> Callable:
     def lmo(g, key=None):
         del key
         g = jnp.asarray(g)
-        gc = _cd(g)
+        gc = to_compute(g)
         n = jnp.sqrt(jnp.sum(gc * gc))
         safe = jnp.where(n > 0, n, 1.0)
         return jnp.where(n > 0, -jnp.asarray(radius, gc.dtype) * gc / safe, 0.0).astype(g.dtype)
@@ -196,7 +195,7 @@ def l2_ball_projection(radius: float = 1.0) -> Callable:
 
     def proj(z):
         z = jnp.asarray(z)
-        zc = _cd(z)
+        zc = to_compute(z)
         n = jnp.sqrt(jnp.sum(zc * zc))
         r = jnp.asarray(radius, zc.dtype)
         scale = jnp.where(n > r, r / jnp.where(n > 0, n, 1.0), 1.0)
@@ -281,7 +280,7 @@ def nuclear_ball_lmo(radius: float = 1.0, *, num_iters: int = 30) -> Callable:
         g = jnp.asarray(g)
         if g.ndim != 2:
             raise ValueError(f"nuclear_ball_lmo needs a matrix, got shape {g.shape}")
-        gc = _cd(g)
+        gc = to_compute(g)
         key = jax.random.key(0) if key is None else key
         v = jax.random.normal(key, (gc.shape[1],), gc.dtype)
 
@@ -312,7 +311,7 @@ def nuclear_ball_projection(radius: float = 1.0) -> Callable:
 
     def proj(z):
         z = jnp.asarray(z)
-        zc = _cd(z)
+        zc = to_compute(z)
         U, s, Vt = jnp.linalg.svd(zc, full_matrices=False)
         r = jnp.asarray(radius, zc.dtype)
         t = jnp.where(jnp.sum(s) <= r, s, project_simplex(s, r))

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxopt_icml import base
-from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve
+from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve, to_compute
 
 __all__ = [
     "projected_extragradient",
@@ -71,10 +71,6 @@ def _check_projections(proj_x, proj_y):
     for name, p in (("proj_x", proj_x), ("proj_y", proj_y)):
         if not callable(p):
             raise ValueError(f"{name} must be a callable projection, got {p!r}")
-
-
-def _cd(v):
-    return v.astype(compute_dtype(v.dtype))
 
 
 def _avg(old, new, count):
@@ -114,7 +110,7 @@ def projected_extragradient(step_size: float | Callable = 0.1, *, proj_x: Callab
     def update(state, oracle, key):
         x, y, k = state.x, state.y, state.count
         k1, k2 = jax.random.split(key)
-        xc, yc = _cd(x), _cd(y)
+        xc, yc = to_compute(x), to_compute(y)
         eta = resolve(step_size, k, xc.dtype)
         gx, gy = oracle.grads(x, y, k1)
         wx = proj_x(xc - eta * gx.astype(xc.dtype)).astype(x.dtype)
@@ -163,7 +159,7 @@ def smoothed_agda(step_x: float | Callable = 0.1, step_y: float | Callable = 0.1
     def update(state, oracle, key):
         x, y, z, k = state.x, state.y, state.z, state.count
         k1, k2 = jax.random.split(key)
-        xc, yc, zc = _cd(x), _cd(y), _cd(z)
+        xc, yc, zc = to_compute(x), to_compute(y), to_compute(z)
         c, a = resolve(step_x, k, xc.dtype), resolve(step_y, k, yc.dtype)
         p, b = jnp.asarray(prox, xc.dtype), jnp.asarray(beta, xc.dtype)
         gx, _ = oracle.grads(x, y, k1)

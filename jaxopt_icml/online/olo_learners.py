@@ -70,10 +70,6 @@ def tree_vdot(a, b, dtype=None) -> jax.Array:
                zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
 
 
-def _cast_like(tree, like):
-    return jax.tree.map(lambda v, r: v.astype(r.dtype), tree, like)
-
-
 class CoinBettingState(NamedTuple):
     """State of :func:`coin_betting`.
 

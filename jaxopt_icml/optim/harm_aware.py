@@ -35,7 +35,13 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
+from jaxopt_icml.hyperparams import (
+    check_float,
+    check_static_int,
+    compute_dtype,
+    leaf_dtype,
+    to_compute,
+)
 
 __all__ = [
     "harm_aware",
@@ -251,17 +257,9 @@ def _solve(gram, linear, ridge, *, num_iters, accelerated):
 # --------------------------------------------------------------------------- the projection
 
 
-def _leaf_dtype(x):
-    return x.dtype if hasattr(x, "dtype") else jnp.asarray(x).dtype
-
-
-def _to_compute(tree):
-    return jax.tree.map(lambda x: jnp.asarray(x).astype(compute_dtype(_leaf_dtype(x))), tree)
-
-
 def _tree_dtype(tree):
     leaves = jax.tree.leaves(tree)
-    return jnp.result_type(*[compute_dtype(_leaf_dtype(x)) for x in leaves]) if leaves \
+    return jnp.result_type(*[compute_dtype(leaf_dtype(x)) for x in leaves]) if leaves \
         else jnp.float32
 
 
@@ -328,10 +326,10 @@ def _make_projector(mode, head, num_iters, apply_to, accelerated, axis_name, mar
                 n = jax.lax.axis_index(axis_name)
                 per = lam.shape[0] // jax.lax.axis_size(axis_name)
                 lam_local = jax.lax.dynamic_slice_in_dim(lam, n * per, per)
-                corr = jax.lax.psum(_to_compute(weighted_grad_fn(params, lam_local)),
+                corr = jax.lax.psum(to_compute(weighted_grad_fn(params, lam_local)),
                                     axis_name)
             else:
-                corr = _to_compute(weighted_grad_fn(params, lam))
+                corr = to_compute(weighted_grad_fn(params, lam))
         return corr, m, gu, marg, sol
 
     def full(u, params, per_sample_grads):
@@ -393,7 +391,7 @@ def _build(mode, head, num_iters, margin, ridge, apply_to, accelerated, axis_nam
 
     def step(direction, count, params, harm_stats, per_sample_grads, weighted_grad_fn):
         """``direction`` in gradient sign; returns ``(d in the leaves' dtypes, diag dict)``."""
-        u = _to_compute(direction)
+        u = to_compute(direction)
         d, (m, gu, marg, sol) = project(u, params, harm_stats, per_sample_grads,
                                         weighted_grad_fn)
         if mode == "last_layer":
@@ -401,7 +399,7 @@ def _build(mode, head, num_iters, margin, ridge, apply_to, accelerated, axis_nam
             dsq = jnp.sum(kernel * kernel) + (0.0 if bias is None else jnp.sum(bias * bias))
         else:
             dsq = sum(jnp.sum(x * x) for x in jax.tree.leaves(d))
-        out = jax.tree.map(lambda x, ref: x.astype(_leaf_dtype(ref)), d, direction)
+        out = jax.tree.map(lambda x, ref: x.astype(leaf_dtype(ref)), d, direction)
         return out, _diag_fields(count, m, gu, marg, sol, dsq)
 
     return step

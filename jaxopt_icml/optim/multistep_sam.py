@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxopt_icml.hyperparams import check_float, compute_dtype
+from jaxopt_icml.hyperparams import check_float, compute_dtype, leaf_dtype, to_compute
 
 __all__ = [
     "multistep_sam",
@@ -90,14 +90,6 @@ def _check_static(inner_steps, warm_start, normalize, axis_name, eps):
 # --------------------------------------------------------------------------- helpers
 
 
-def _dtype(x):
-    return x.dtype if hasattr(x, "dtype") else jnp.asarray(x).dtype
-
-
-def _to_compute(tree):
-    return jax.tree.map(lambda x: jnp.asarray(x).astype(compute_dtype(_dtype(x))), tree)
-
-
 def _norm(tree):
     # Global Euclidean norm over ALL leaves (optax.tree.norm sums leaf by leaf).
     return optax.tree.norm(tree)
@@ -154,7 +146,7 @@ def scale_by_multistep_sam(
 
     def init_fn(params):
         delta = jax.tree.map(
-            lambda p: jnp.zeros(jnp.shape(p), compute_dtype(_dtype(p))), params
+            lambda p: jnp.zeros(jnp.shape(p), compute_dtype(leaf_dtype(p))), params
         )
         return ScaleByMultiStepSAMState(delta=delta, count=jnp.zeros([], jnp.int32))
 
@@ -170,9 +162,9 @@ def scale_by_multistep_sam(
             g = grad_fn(_perturb(params, delta), i)
             if axis_name is not None:
                 g = jax.lax.pmean(g, axis_name)
-            return _to_compute(g)
+            return to_compute(g)
 
-        grads = _to_compute(updates)
+        grads = to_compute(updates)
         if axis_name is not None:  # idempotent when the caller already averaged
             grads = jax.lax.pmean(grads, axis_name)
         # Hyperparameters enter in the norm's dtype (float32, or float64 under x64).
