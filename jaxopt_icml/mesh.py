@@ -16,7 +16,7 @@ from jax.sharding import PartitionSpec
 from jaxopt_icml.base import OracleAlgorithm, Step
 from jaxopt_icml.sharding import (
     DEFAULT_AXIS,
-    _check_axis_name,
+    check_axis_name,
     make_mesh,
     shard,
     shard_seeds,
@@ -70,7 +70,7 @@ def across_workers(per_worker: OracleAlgorithm, num_workers: int, *, mesh=None,
         raise TypeError(f"per_worker must be an OracleAlgorithm, got {type(per_worker).__name__}")
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
         raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
-    axis_name = _check_axis_name(axis_name)
+    axis_name = check_axis_name(axis_name)
     if mesh is not None:
         if not isinstance(mesh, jax.sharding.Mesh):
             raise ValueError(f"mesh must be None or a jax.sharding.Mesh, got {type(mesh).__name__}")

@@ -18,7 +18,8 @@ __all__ = ["DEFAULT_AXIS", "make_mesh", "shard", "shard_seeds", "simulate"]
 DEFAULT_AXIS = "workers"
 
 
-def _check_axis_name(axis_name) -> str:
+def check_axis_name(axis_name) -> str:
+    """``axis_name`` when it is a non-empty str; ``ValueError`` otherwise (shared by ``mesh``)."""
     if not isinstance(axis_name, str) or not axis_name:
         raise ValueError(f"axis_name must be a non-empty str, got {axis_name!r}")
     return axis_name
@@ -31,7 +32,7 @@ def simulate(step: Callable, num_workers: int, *, axis_name: str = DEFAULT_AXIS)
     """
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
         raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
-    axis_name = _check_axis_name(axis_name)
+    axis_name = check_axis_name(axis_name)
     vmapped = jax.vmap(step, axis_name=axis_name, axis_size=num_workers)
     return jax.jit(vmapped)
 
@@ -39,7 +40,7 @@ def simulate(step: Callable, num_workers: int, *, axis_name: str = DEFAULT_AXIS)
 def make_mesh(axis_name: str = DEFAULT_AXIS, devices=None) -> jax.sharding.Mesh:
     """A 1-D mesh over ``devices`` (default: all local devices; after
     ``jax.distributed.initialize()`` pass ``jax.devices()`` for a mesh over every process)."""
-    axis_name = _check_axis_name(axis_name)
+    axis_name = check_axis_name(axis_name)
     devices = jax.local_devices() if devices is None else list(devices)
     return jax.sharding.Mesh(np.asarray(devices), (axis_name,))
 
@@ -53,7 +54,7 @@ def shard(step: Callable, mesh: jax.sharding.Mesh | None = None, *,
     mesh size; the same code runs on a TPU slice or, after ``jax.distributed.initialize()``, on
     several hosts.
     """
-    axis_name = _check_axis_name(axis_name)
+    axis_name = check_axis_name(axis_name)
     mesh = make_mesh(axis_name) if mesh is None else mesh
     if axis_name not in mesh.axis_names:
         raise ValueError(f"axis_name {axis_name!r} is not an axis of the mesh {mesh.axis_names}")
