@@ -13,7 +13,7 @@ FAMILIES = (
     "generative", "decision", "preference", "training", "stats", "systems",
 )
 _CORE = ("base", "theory", "problems", "sharding", "mesh", "checkpoint", "catalog", "testing",
-         "models", "hyperparams", "projections")
+         "models", "hyperparams", "projections", "trees")
 
 
 def __getattr__(name):
