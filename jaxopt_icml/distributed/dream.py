@@ -76,54 +76,72 @@ def _two_task_solution(q, preference, reg):
     return jnp.stack([s, 1 - s])
 
 
-QP_SOLVERS = ("auto", "projected_gradient")
+QP_SOLVERS = ("auto", "exact", "projected_gradient")
+# the largest M solved by face enumeration: 2^M - 1 linear systems of size M + 1
+EXACT_MAX_TASKS = 10
+# full float32 products (no TF32 on GPUs): the QP compares objectives near round-off
+_HIGHEST = jax.lax.Precision.HIGHEST
 
 
-def solve_task_qp(gram: jax.Array, *, task_matrix=None, preference=None, reg=0.0,
-                  num_iters: int = 100, solver: str = "auto") -> jax.Array:
-    r"""Solves the server's task-weighting QP over the simplex.
+def _qp_objective(lam, q, preference, reg):
+    """``1/2 lam^T Q lam + mu/2 ||lam - p||^2`` over the last axis of ``lam`` (the
+    ``mu`` term is kept in this form: expanded, it cancels badly for large ``mu``)."""
+    quad = jnp.einsum("...i,ij,...j->...", lam, q, lam, precision=_HIGHEST)
+    diff = lam - jnp.broadcast_to(preference, lam.shape)
+    return quad / 2 + reg / 2 * jnp.sum(diff**2, axis=-1)
 
-    .. math::
-        \lambda^\star = \arg\min_{\lambda \in \Delta_M}
-        \tfrac12 \lambda^\top A^\top G A \lambda + \tfrac{\mu}{2}\|\lambda - p\|^2 .
 
-    ``M = 2`` uses the closed form (exact) unless ``solver="projected_gradient"``; otherwise
-    ``num_iters`` iterations of accelerated
-    projected gradient (FISTA) from ``p`` with step ``1 / L``, ``L = min(trace(Q), max_i
-    sum_j |Q_ij|) + mu`` (both bound the largest eigenvalue of the PSD ``Q = A^T G A``); the
-    iteration count is fixed, so replicas on different devices stay bitwise identical.
+def _face_candidates(q, preference, reg, masks):
+    r"""For every support ``S`` (rows of the boolean ``masks``, ``(F, M)``), the minimiser of
+    the QP on the affine hull of the face ``{lam >= 0, sum lam = 1, lam_i = 0 (i not in S)}``:
+    the KKT system ``[[H_SS, 1], [1^T, 0]] [lam_S; nu] = [mu p_S; 1]`` with ``H = Q + mu I``,
+    padded to size ``M + 1`` by identity rows ``lam_i = 0`` off ``S`` so that all faces are one
+    batched solve. Each solution is clipped at zero and renormalised, so every candidate is a
+    point of the simplex (a singular face gives a non-finite or an arbitrary feasible point,
+    whose objective is then evaluated like any other). Returns ``(F, M)`` candidates and their
+    objectives (``inf`` where not finite)."""
+    m = q.shape[0]
+    dt = q.dtype
+    s = jnp.asarray(masks, dt)
+    h = q + reg * jnp.eye(m, dtype=dt)
+    f = s.shape[0]
+    on = s[:, :, None] * s[:, None, :]
+    top = jnp.concatenate([on * h[None] + jax.vmap(jnp.diag)(1 - s), s[:, :, None]], axis=2)
+    bottom = jnp.concatenate([s, jnp.zeros((f, 1), dt)], axis=1)[:, None, :]
+    kkt = jnp.concatenate([top, bottom], axis=1)
+    rhs = jnp.concatenate([s * (reg * preference)[None], jnp.ones((f, 1), dt)], axis=1)
+    sol = jnp.linalg.solve(kkt, rhs[:, :, None])[:, :m, 0]
+    lam = jnp.maximum(jnp.where(masks, sol, 0), 0)
+    total = jnp.sum(lam, axis=1, keepdims=True)
+    ok = jnp.all(jnp.isfinite(sol), axis=1) & (total[:, 0] > 0)
+    lam = jnp.where(ok[:, None], lam / jnp.where(ok[:, None], total, 1), 0)
+    val = _qp_objective(lam, q, preference, reg)
+    return lam, jnp.where(ok & jnp.isfinite(val), val, jnp.inf)
 
-    Args:
-      gram: ``(M, M)`` Gram matrix ``G_mn = <Delta_m, Delta_n>`` (PSD).
-      task_matrix: ``(M, M)`` correction matrix ``A`` (default identity).
-      preference: ``(M,)`` point ``p`` of the simplex (default uniform).
-      reg: ``mu >= 0``; ``mu -> inf`` gives ``lambda = p``, ``mu = 0, A = I`` gives MGDA.
-      num_iters: projected-gradient iterations for ``M > 2`` (static, >= 1).
-      solver: ``"auto"`` (closed form for ``M = 2``) or ``"projected_gradient"`` (always FISTA).
 
-    Returns:
-      ``lambda`` of shape ``(M,)`` on the simplex, in ``gram``'s dtype.
+def _exact_solution(q, preference, reg):
+    """Exhaustive face enumeration: the candidate of smallest objective among ``p`` and the
+    ``2^M - 1`` face candidates, the first one on ties (so ``p`` whenever it is a minimiser, as
+    for ``Q = 0``). NaN when ``Q``, ``p`` or ``mu`` is not finite."""
+    m = q.shape[0]
+    masks = (np.arange(1, 2**m)[:, None] >> np.arange(m)) & 1 == 1
+    lam, val = _face_candidates(q, preference, reg, masks)
+    lam = jnp.concatenate([preference[None], lam])
+    val = jnp.concatenate([_qp_objective(preference, q, preference, reg)[None], val])
+    best = lam[jnp.argmin(val)]
+    finite = jnp.all(jnp.isfinite(q)) & jnp.all(jnp.isfinite(preference)) & jnp.isfinite(reg)
+    return jnp.where(finite, best, jnp.nan)
 
-    Example:
-      >>> g = jnp.array([[1.0, -0.5], [-0.5, 2.0]])
-      >>> lam = solve_task_qp(g)          # MGDA min-norm weights
-    """
-    num_iters = check_static_int("num_iters", num_iters)
-    check_choice("solver", solver, QP_SOLVERS)
-    m = gram.shape[0]
-    dt = gram.dtype
-    a = jnp.eye(m, dtype=dt) if task_matrix is None else jnp.asarray(task_matrix, dt)
-    p = jnp.full((m,), 1.0 / m, dt) if preference is None else jnp.asarray(preference, dt)
-    reg = jnp.asarray(reg, dt)
-    q = a.T @ gram @ a
-    q = (q + q.T) / 2
-    if m == 2 and solver == "auto":
-        return _two_task_solution(q, p, reg)
+
+def _fista_solution(q, preference, reg, num_iters):
+    """``num_iters`` FISTA steps from ``p`` with step ``1 / L``, ``L = min(trace(Q), max_i
+    sum_j |Q_ij|) + mu`` (both bound the largest eigenvalue of the PSD ``Q``)."""
+    dt = q.dtype
     bound = jnp.minimum(jnp.trace(q), jnp.max(jnp.sum(jnp.abs(q), axis=1))) + reg
     step = 1 / jnp.maximum(bound, jnp.finfo(dt).tiny)
 
     def grad(lam):
-        return q @ lam + reg * (lam - p)
+        return jnp.matmul(q, lam, precision=_HIGHEST) + reg * (lam - preference)
 
     def body(_, carry):
         lam, z, t = carry
@@ -132,8 +150,100 @@ def solve_task_qp(gram: jax.Array, *, task_matrix=None, preference=None, reg=0.0
         z = new + ((t - 1) / t_new) * (new - lam)
         return new, z, t_new
 
-    lam, _, _ = jax.lax.fori_loop(0, num_iters, body, (p, p, jnp.ones((), dt)))
+    lam, _, _ = jax.lax.fori_loop(0, num_iters, body,
+                                  (preference, preference, jnp.ones((), dt)))
     return lam
+
+
+def _polished_solution(q, preference, reg, num_iters):
+    """FISTA, then the exact minimiser on the face of FISTA's support (one KKT solve), kept
+    when its objective is not larger: exact once FISTA has found the optimal support."""
+    lam = _fista_solution(q, preference, reg, num_iters)
+    masks = (lam > 0)[None, :]
+    cand, val = _face_candidates(q, preference, reg, masks)
+    better = val[0] <= _qp_objective(lam, q, preference, reg)
+    return jnp.where(better, cand[0], lam)
+
+
+def solve_task_qp(gram: jax.Array, *, task_matrix=None, preference=None, reg=0.0,
+                  num_iters: int = 100, solver: str = "auto") -> jax.Array:
+    r"""Solves the server's task-weighting QP over the simplex.
+
+    .. math::
+        \lambda^\star = \arg\min_{\lambda \in \Delta_M}
+        \tfrac12 \lambda^\top Q \lambda + \tfrac{\mu}{2}\|\lambda - p\|^2,
+        \qquad Q = A^\top G A .
+
+    Solvers:
+
+    - ``"exact"`` (``M <= EXACT_MAX_TASKS = 10``): face enumeration. A minimiser with the
+      smallest support ``S`` lies in the relative interior of the face
+      ``{lambda_i = 0, i not in S}`` and is the unique solution of that face's KKT system
+      ``[[H_SS, 1], [1^T, 0]] [lambda_S; nu] = [mu p_S; 1]``, ``H = Q + mu I`` (a second
+      solution would give a minimiser of smaller support). All ``2^M - 1`` systems are solved
+      as one batched ``(M + 1)``-dimensional solve (off ``S`` padded by ``lambda_i = 0``); each
+      solution is clipped at zero and renormalised onto the simplex, and the candidate of
+      smallest objective among these and ``p`` is returned, the first on ties (``p`` when it
+      is a minimiser, e.g. ``Q = 0``). Every candidate is feasible and the optimal face's
+      candidate is the minimiser, so the result is the exact minimiser up to the round-off of
+      the linear solves and of the objective (the objective to float precision of
+      ``max|Q| + mu``); with several minimisers (a singular ``Q`` and ``mu = 0``) it returns
+      one of them. No tolerance and no iteration count.
+    - ``"projected_gradient"``: ``num_iters`` iterations of accelerated projected gradient
+      (FISTA) from ``p`` with step ``1 / L``, ``L = min(trace(Q), max_i sum_j |Q_ij|) + mu``
+      (both bound the largest eigenvalue of the PSD ``Q``); approximate, ``O(L / k^2)`` in
+      objective after ``k`` iterations.
+    - ``"auto"`` (default): the closed form for ``M = 2`` (exact), ``"exact"`` for
+      ``3 <= M <= 10``, and for ``M > 10`` FISTA followed by the exact KKT solve on the face
+      of FISTA's support, kept when its objective is not larger (exact once FISTA has found the
+      optimal support).
+
+    All solvers are deterministic functions of their inputs (fixed shapes and iteration
+    counts), so replicas on different devices stay bitwise identical; they jit and vmap.
+    Computed in ``gram``'s compute dtype (float32 for 16-bit inputs), products at full
+    precision.
+
+    Args:
+      gram: ``(M, M)`` Gram matrix ``G_mn = <Delta_m, Delta_n>`` (PSD).
+      task_matrix: ``(M, M)`` correction matrix ``A`` (default identity).
+      preference: ``(M,)`` point ``p`` of the simplex (default uniform).
+      reg: ``mu >= 0``; ``mu -> inf`` gives ``lambda = p``, ``mu = 0, A = I`` gives MGDA.
+      num_iters: FISTA iterations (static, >= 1) of ``"projected_gradient"`` and of
+        ``"auto"`` for ``M > 10``; unused otherwise.
+      solver: ``"auto"``, ``"exact"`` or ``"projected_gradient"``.
+
+    Returns:
+      ``lambda`` of shape ``(M,)`` on the simplex, in ``gram``'s dtype (NaN if ``gram`` is
+      not finite, for the exact solver).
+
+    Example:
+      >>> g = jnp.array([[1.0, -0.5], [-0.5, 2.0]])
+      >>> lam = solve_task_qp(g)          # MGDA min-norm weights
+    """
+    num_iters = check_static_int("num_iters", num_iters)
+    check_choice("solver", solver, QP_SOLVERS)
+    gram = jnp.asarray(gram)
+    m = gram.shape[0]
+    if solver == "exact" and m > EXACT_MAX_TASKS:
+        raise ValueError(f"solver='exact' enumerates 2^M - 1 faces and takes "
+                         f"M <= {EXACT_MAX_TASKS} tasks, got M = {m}")
+    out_dt = gram.dtype if jnp.issubdtype(gram.dtype, jnp.floating) else jnp.result_type(float)
+    dt = compute_dtype(out_dt)
+    gram = gram.astype(dt)
+    a = jnp.eye(m, dtype=dt) if task_matrix is None else jnp.asarray(task_matrix, dt)
+    p = jnp.full((m,), 1.0 / m, dt) if preference is None else jnp.asarray(preference, dt)
+    reg = jnp.asarray(reg, dt)
+    q = jnp.matmul(jnp.matmul(a.T, gram, precision=_HIGHEST), a, precision=_HIGHEST)
+    q = (q + q.T) / 2
+    if solver == "projected_gradient":
+        lam = _fista_solution(q, p, reg, num_iters)
+    elif solver == "exact" or (m != 2 and m <= EXACT_MAX_TASKS):
+        lam = _exact_solution(q, p, reg)
+    elif m == 2:
+        lam = _two_task_solution(q, p, reg)
+    else:  # auto, M > EXACT_MAX_TASKS
+        lam = _polished_solution(q, p, reg, num_iters)
+    return lam.astype(out_dt)
 
 
 def _gram(tree) -> jax.Array:
@@ -151,8 +261,8 @@ def _combine(weights, tree):
 def pareto_gap(task_grads) -> jax.Array:
     r"""Pareto-stationarity gap ``min_{lambda in simplex} ||sum_m lambda_m g_m||`` of the task
     gradients (a pytree whose leaves have a leading task axis); zero exactly at Pareto-stationary
-    points. Uses :func:`solve_task_qp` with ``mu = 0``, ``A = I`` (200 iterations for
-    ``M > 2``)."""
+    points. Uses :func:`solve_task_qp` with ``mu = 0``, ``A = I`` (exact for ``M <= 10``;
+    beyond, 200 FISTA iterations and an exact solve on their support)."""
     gram = _gram(task_grads)
     lam = solve_task_qp(gram, num_iters=200)
     return jnp.sqrt(jnp.maximum(lam @ gram @ lam, 0))
@@ -497,7 +607,8 @@ def dream(*, num_tasks: int, num_workers: int, local_steps: int = 5, local_lr=0.
       qp_reg: ``mu >= 0`` (default 0: no regularization, the conflict-avoiding MGDA-type QP).
       task_matrix: ``A``, ``(M, M)`` finite (default identity).
       preference: ``p`` on the simplex (default uniform).
-      qp_iters: FISTA iterations for ``M > 2`` (static, >= 1; ``M = 2`` is closed form).
+      qp_iters: FISTA iterations of the task QP for ``M > 10`` (static, >= 1; ``M <= 10`` is
+        solved exactly).
       control_variates: use the drift-aware corrections ``c_m - c_{i,m}`` (default True).
       trajectory: ``"shared"`` (one local trajectory along ``sum_m w_m v_m``, default) or
         ``"per_task"`` (``M`` trajectories, FMGDA style).

@@ -181,9 +181,135 @@ def test_special_cases_scalarization_and_priorities():
     lam_a = _fista(g, task_matrix=a)
     lam_scaled = _fista(a @ g @ a)
     np.testing.assert_allclose(np.asarray(lam_a), np.asarray(lam_scaled), atol=1e-6)
-    # "auto" is the same FISTA for M > 2
-    auto = _solve(jnp.asarray(g, jnp.float32), num_iters=2000)
+    # "auto" (face enumeration for M > 2) and 2000 FISTA steps agree on this well-posed case
+    auto = _solve(jnp.asarray(g, jnp.float32))
     np.testing.assert_allclose(np.asarray(auto), np.asarray(_fista(g)), atol=1e-7)
+    # every point is a minimiser for a zero Gram: the preference (uniform) is returned;
+    # a non-finite Gram gives NaN weights
+    np.testing.assert_array_equal(np.asarray(_solve(jnp.zeros((3, 3)))), np.full(3, 1 / 3,
+                                                                              np.float32))
+    assert np.all(np.isnan(np.asarray(_solve(jnp.full((3, 3), jnp.nan)))))
+
+
+def _np_kkt_qp(q, p, mu):
+    """Independent float64 reference for any M: for every support S (itertools), the KKT
+    system of the equality-constrained QP on the face S (lstsq), kept when lam_S >= 0 and the
+    multiplier certifies optimality (every gradient entry off S is >= the common value on S);
+    the certified point of smallest objective (several only when the minimiser is not unique).
+    Returns (lam, objective)."""
+    import itertools
+
+    m = len(p)
+    h = q + mu * np.eye(m)
+    scale = np.abs(h).max() + mu
+    best, best_val = None, np.inf
+    for k in range(1, m + 1):
+        for sup in map(list, itertools.combinations(range(m), k)):
+            kkt = np.zeros((k + 1, k + 1))
+            kkt[:k, :k] = h[np.ix_(sup, sup)]
+            kkt[:k, k] = kkt[k, :k] = 1
+            sol = np.linalg.lstsq(kkt, np.append(mu * p[sup], 1.0), rcond=None)[0]
+            lam = np.zeros(m)
+            lam[sup] = sol[:k]
+            grad = h @ lam - mu * p
+            if lam.min() < -1e-10 or np.min(grad + sol[k]) < -1e-10 * scale:
+                continue
+            val = 0.5 * lam @ q @ lam + 0.5 * mu * np.sum((lam - p) ** 2)
+            if val < best_val:
+                best, best_val = lam, val
+    assert best is not None
+    return best, best_val
+
+
+def _np_objective(lam, q, p, mu):
+    return 0.5 * lam @ q @ lam + 0.5 * mu * np.sum((lam - p) ** 2)
+
+
+_BAD_GRADS = np.array([[10.0, 0.0], [0.0, 0.1], [0.1, 0.1]])  # norms 10, 0.1, 0.14
+
+
+def test_three_badly_scaled_gradients_min_norm_point():
+    """The reported case: gradients (10, 0), (0, 0.1), (0.1, 0.1). The min-norm point of their
+    hull lies on the segment [g1, g2] (closed form s = |g2|^2 / (|g1|^2 + |g2|^2)), so the
+    weights are (s, 1 - s, 0) ~ (1e-4, 0.9999, 0), the Pareto gap is |g1||g2| / |g1 - g2| =
+    0.0999950, and conflict avoidance <g_m, d> >= ||d||^2 holds (with equality for g1, g2).
+    The default solver (float32) and the exact solver agree with the closed form and with the
+    NumPy face enumeration."""
+    g = _BAD_GRADS
+    s = 0.01 / 100.01
+    exact = np.array([s, 1 - s, 0.0])
+    ref, _ = _np_kkt_qp(g @ g.T, np.full(3, 1 / 3), 0.0)
+    np.testing.assert_allclose(ref, exact, atol=1e-12)
+    gram = jnp.asarray(g @ g.T, jnp.float32)
+    for solver in ("auto", "exact"):
+        lam = np.asarray(_solve(gram, solver=solver), np.float64)
+        np.testing.assert_allclose(lam, exact, atol=1e-6)
+        d = lam @ g
+        assert np.min(g @ d - d @ d) >= -1e-6
+    gap = float(jax.jit(dr.pareto_gap)(jnp.asarray(g, jnp.float32)))
+    assert gap == pytest.approx(1 / np.sqrt(100.01), abs=1e-6)
+
+
+def _bad_cases(m, count, rng, *, rank_deficient=False):
+    """Gram matrices of m gradients with norms spread over 1e-2..1e2 (log-uniform, random
+    directions in dimension m + 2, or m - 1 for a singular Gram), with four settings in turn:
+    MGDA (mu = 0, A = I), mu > 0 with a random preference, a random task matrix A, and both."""
+    grams, mats, prefs, regs = [], [], [], []
+    for i in range(count):
+        dim = m - 1 if rank_deficient else m + 2
+        g = rng.normal(size=(m, dim))
+        g *= 10 ** rng.uniform(-2, 2, size=(m, 1)) / np.linalg.norm(g, axis=1, keepdims=True)
+        with_reg, with_a = i % 2 == 1, i % 4 >= 2
+        grams.append(g @ g.T)
+        mats.append(np.diag(rng.uniform(0.5, 2, m)) + 0.2 * rng.normal(size=(m, m)) if with_a
+                    else np.eye(m))
+        prefs.append(rng.dirichlet(np.ones(m)) if with_reg else np.full(m, 1 / m))
+        regs.append(10 ** rng.uniform(-3, 1) if with_reg else 0.0)
+    return tuple(np.stack(v) for v in (grams, mats, prefs, regs))
+
+
+def _solve_one(gram, a, p, mu):
+    return dr.solve_task_qp(gram, task_matrix=a, preference=p, reg=mu)
+
+
+# one compiled program per (M, dtype)
+_solve_many = jax.jit(jax.vmap(_solve_one), compiler_options=_FAST_COMPILE)
+
+
+def _batch(grams, mats, prefs, regs, dtype):
+    args = (jnp.asarray(v, dtype) for v in (grams, mats, prefs, regs))
+    return np.asarray(_solve_many(*args), np.float64)
+
+
+@pytest.mark.parametrize("m", [3, 4, 5, 6])
+def test_qp_exact_on_badly_conditioned_cases(m):
+    """M = 3..6 tasks, gradient norms over 1e-2..1e2, with and without mu, preference and
+    task matrix: the default solver against the NumPy KKT enumeration. Float64: lambda to 1e-7
+    and the objective to 1e-12 of the scale max|Q| + mu; float32: the objective to 1e-7 of the
+    scale (FISTA at its default 100 iterations is off by up to 1e-4 of the scale and its
+    lambda by up to 0.9). A singular Gram (fewer dimensions than tasks, several minimisers):
+    the objective only."""
+    rng = np.random.default_rng(100 + m)
+    grams, mats, prefs, regs = _bad_cases(m, 16, rng)
+    sing = _bad_cases(m, 8, rng, rank_deficient=True)
+    with jax.enable_x64(True):
+        got64 = _batch(grams, mats, prefs, regs, jnp.float64)
+        sing64 = _batch(*sing, jnp.float64)
+    got32 = _batch(grams, mats, prefs, regs, jnp.float32)
+    for i in range(len(grams)):
+        q = mats[i].T @ grams[i] @ mats[i]
+        ref, val = _np_kkt_qp(q, prefs[i], regs[i])
+        scale = np.abs(q).max() + regs[i]
+        np.testing.assert_allclose(got64[i], ref, atol=1e-7)
+        assert abs(_np_objective(got64[i], q, prefs[i], regs[i]) - val) <= 1e-12 * scale
+        assert abs(got32[i].sum() - 1) < 1e-5 and got32[i].min() >= 0
+        assert _np_objective(got32[i], q, prefs[i], regs[i]) - val <= 1e-7 * scale
+    for i in range(len(sing[0])):
+        q = sing[1][i].T @ sing[0][i] @ sing[1][i]
+        _, val = _np_kkt_qp(q, sing[2][i], sing[3][i])
+        scale = np.abs(q).max() + sing[3][i]
+        assert abs(sing64[i].sum() - 1) < 1e-12 and sing64[i].min() >= 0
+        assert abs(_np_objective(sing64[i], q, sing[2][i], sing[3][i]) - val) <= 1e-12 * scale
 
 
 def test_qp_rejects_bad_solver_and_iters():
@@ -192,6 +318,30 @@ def test_qp_rejects_bad_solver_and_iters():
         dr.solve_task_qp(g, solver="newton")
     with pytest.raises(ValueError, match="num_iters"):
         dr.solve_task_qp(g, num_iters=0)
+    with pytest.raises(ValueError, match="solver='exact'.*M = 11"):
+        dr.solve_task_qp(np.eye(11), solver="exact")
+
+
+def test_qp_dtypes_and_many_tasks():
+    """16-bit Gram: computed in float32, returned in bfloat16. M = 11 (above the enumeration
+    bound): "auto" is FISTA then the exact solve on FISTA's support, equal to the NumPy KKT
+    enumeration on a well-posed case and never worse than FISTA alone."""
+    g = _BAD_GRADS @ _BAD_GRADS.T
+    lam16 = _solve(jnp.asarray(g, jnp.bfloat16))
+    assert lam16.dtype == jnp.bfloat16
+    ref32 = _solve(jnp.asarray(g, jnp.bfloat16).astype(jnp.float32))
+    np.testing.assert_array_equal(np.asarray(lam16), np.asarray(ref32.astype(jnp.bfloat16)))
+    rng = np.random.default_rng(7)
+    m = dr.EXACT_MAX_TASKS + 1
+    deltas = rng.normal(size=(m, m + 3)) * rng.uniform(0.5, 2, size=(m, 1))
+    q, p = deltas @ deltas.T, rng.dirichlet(np.ones(m))
+    ref, val = _np_kkt_qp(q, p, 0.1)
+    args = (jnp.asarray(q, jnp.float32),)
+    kw = {"preference": jnp.asarray(p, jnp.float32), "reg": 0.1}  # 100 FISTA steps: off by 5e-3
+    auto = np.asarray(_solve(*args, **kw), np.float64)
+    pgd = np.asarray(_solve(*args, **kw, solver="projected_gradient"), np.float64)
+    np.testing.assert_allclose(auto, ref, atol=1e-5)
+    assert _np_objective(auto, q, p, 0.1) <= _np_objective(pgd, q, p, 0.1) + 1e-6
 
 
 # --------------------------------------------------------------------------- rounds vs NumPy
