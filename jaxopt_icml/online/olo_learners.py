@@ -17,6 +17,19 @@ parameter pytree as one vector (global norms and inner products).
   (``bettor="kt"``: ``beta_{t+1} = sum_{s<=t} c_s / (t + 1)``) or from online Newton steps on
   ``-log(1 + beta c)`` (``bettor="ons"``, the default: second-order, so the regret scales with
   ``sqrt(sum ||g_t||^2)`` instead of ``L sqrt(T)``).
+
+  Numerics: with a persistent drift ``W_t`` grows exponentially in ``t`` (past float32's
+  maximum after a few thousand rounds), so the wealth is kept as ``log W_t``, updated with
+  ``log W_{t+1} = log W_t + log1p(beta_t c_t)`` (the same recursion, since
+  ``L c_t z_t = beta_t c_t W_t``), and the scale is formed as
+  ``sign(beta) exp(log|beta| + log W - log L)`` without materialising ``W``. The played scale is
+  clipped to ``|z_t| <= max_scale`` (by default about the square root of the parameters'
+  largest finite value) by the constrained-domain reduction of Cutkosky & Orabona (2018): the
+  bettor's own scale ``zeta_t = beta_t W_t / L`` is unconstrained, the played one is
+  ``z_t = clip(zeta_t, -max_scale, max_scale)``, and the bettor is fed the coin ``0`` instead of
+  ``c_t`` on the rounds where the clip is active and ``c_t`` would push ``zeta`` further out.
+  This leaves the regret bound intact for every comparator with ``||u - w_0|| <= max_scale``
+  (see :func:`coin_betting`) and changes nothing while ``|zeta_t| <= max_scale``.
 * :func:`projected_ogd`: gradient descent with a fixed step, optionally projected on the ball of
   radius ``radius`` around ``w_0`` (the non-adaptive baselines).
 * :func:`dynamic_ensemble`: a step-size ensemble for dynamic regret: ``N`` projected adaptive
@@ -77,10 +90,12 @@ class CoinBettingState(NamedTuple):
       count: int32 number of updates ``t``.
       origin: ``w_0``, the initial parameters (the point the learner is cost-free at).
       direction: ``y_t`` (compute dtype), ``||y_t|| <= 1``.
-      scale: ``z_t`` (scalar, compute dtype).
-      wealth: ``W_t`` (scalar, ``eps + sum_s L c_s z_s``; always ``> 0``).
+      scale: the played scale ``z_t = clip(zeta_t, -max_scale, max_scale)`` (scalar, compute
+        dtype), where ``zeta_t = beta_t W_t / L`` is the bettor's own scale.
+      log_wealth: ``log W_t`` (scalar; ``W_t = eps + sum_s L c~_s zeta_s > 0``). The wealth is
+        kept in the log domain because it grows exponentially under a persistent drift.
       fraction: the betting fraction ``beta_t``.
-      coin_sum: ``sum_s c_s`` (KT statistic).
+      coin_sum: ``sum_s c_s`` (KT statistic; the coins the bettor was fed).
       ons_sum: ``1 + sum_s q_s^2`` (ONS statistic).
       grad_sq: ``sum_s ||g_s||^2`` (adaptive step of the direction learner).
     """
@@ -89,19 +104,70 @@ class CoinBettingState(NamedTuple):
     origin: Any
     direction: Any
     scale: jax.Array
-    wealth: jax.Array
+    log_wealth: jax.Array
     fraction: jax.Array
     coin_sum: jax.Array
     ons_sum: jax.Array
     grad_sq: jax.Array
 
+    @property
+    def wealth(self) -> jax.Array:
+        """``W_t = exp(log_wealth)`` (``inf`` once it exceeds the dtype's range)."""
+        return jnp.exp(self.log_wealth)
+
+
+def _default_max_scale(params) -> float:
+    """``sqrt(m) / 16`` with ``m`` the smallest largest-finite value among the leaves' dtypes
+    (float32 and bfloat16: 1.2e18; float64: 8.4e152; float16: 16)."""
+    big = min(float(jnp.finfo(v.dtype).max) for v in jax.tree.leaves(params))
+    return math.sqrt(big) / 16.0
+
+
+def _bet(fraction, log_wealth, log_bound, log_cap):
+    """Played scale ``z = clip(beta W / L, -cap, cap)`` from ``log W`` (``W`` never formed) and
+    whether the clip is active; ``beta = 0`` gives ``z = 0`` (``log 0 = -inf``)."""
+    log_zeta = jnp.log(jnp.abs(fraction)) + log_wealth - log_bound
+    return jnp.sign(fraction) * jnp.exp(jnp.minimum(log_zeta, log_cap)), log_zeta > log_cap
+
 
 def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "ons",
-                 direction_lr: float = 1.0) -> optax.GradientTransformationExtraArgs:
+                 direction_lr: float = 1.0, max_scale: float | None = None
+                 ) -> optax.GradientTransformationExtraArgs:
     r"""Comparator-adaptive unconstrained OLO: a coin bettor on the scale, OGD on the direction.
 
-    Plays ``w_t = w_0 + z_t y_t`` (see the module docstring for the update). The coins are
-    clipped to ``[-1, 1]``: exact when ``||g_t|| <= grad_bound``, a (documented) bias otherwise.
+    Plays ``w_t = w_0 + z_t y_t``. With ``c_t = clip(-<g_t, y_t>/L, -1, 1)`` (exact when
+    ``||g_t|| <= grad_bound``, a documented bias otherwise), ``zeta_t = beta_t W_t / L`` and
+    ``K = max_scale``, one update is
+
+    .. math::
+       z_t = \mathrm{clip}(\zeta_t, -K, K),\qquad
+       \tilde c_t = \begin{cases} 0 & |\zeta_t| > K \text{ and } c_t \beta_t > 0 \\
+                                  c_t & \text{otherwise}\end{cases}
+
+       \log W_{t+1} = \log W_t + \mathrm{log1p}(\beta_t \tilde c_t)
+       \quad(\text{i.e. } W_{t+1} = W_t + L \tilde c_t \zeta_t),
+
+       \beta_{t+1} = \frac{\sum_{s\le t}\tilde c_s}{t+1}\ (\mathrm{KT}),\qquad
+       \beta_{t+1} = \Pi_{[-1/2, 1/2]}\Big(\beta_t - \frac{2}{2 - \ln 3}
+         \frac{q_t}{1 + \sum_{s\le t} q_s^2}\Big),\ q_t = \frac{-\tilde c_t}{1 + \beta_t
+         \tilde c_t}\ (\mathrm{ONS}),
+
+       |\zeta_{t+1}| = \exp(\log|\beta_{t+1}| + \log W_{t+1} - \log L),\quad
+       y_{t+1} = \Pi_{\|y\|\le 1}\big(y_t - \eta\, g_t/\textstyle\sqrt{\sum_{s\le t}\|g_s\|^2}
+       \big),
+
+    with ``W_1 = eps``, ``beta_1 = 0``, ``y_1 = 0``. While ``|zeta_t| <= K`` (every round, in
+    exact arithmetic with ``K = inf``) this is the linear-domain recursion ``W_{t+1} = W_t +
+    L c_t z_t``, ``z_{t+1} = beta_{t+1} W_{t+1} / L`` exactly; the log domain only removes the
+    overflow of ``W`` (its relative precision is then about ``|log W|`` ulps instead of one).
+
+    The clip is the constrained-domain reduction of Cutkosky & Orabona (2018) on the
+    interval ``[-K, K]``: for ``|v| <= K``, ``-L c_t (z_t - v) <= -L c~_t (zeta_t - v)`` on every
+    round (equality when the clip is inactive; when it is active, either ``c~_t = c_t`` and
+    ``c_t (zeta_t - z_t) <= 0``, or ``c~_t = 0`` and ``-L c_t (z_t - v) <= 0``). So
+    the played scales have at most the regret of the unconstrained bettor run on the coins
+    ``c~_t`` (which lie in ``[-1, 1]``): the guarantees below hold for every ``u`` with
+    ``||u - w_0|| <= K``, and ``R_T(w_0) <= eps - W_{T+1} < eps`` on every sequence.
 
     Args:
       eps: initial wealth ``W_1 > 0``; the regret against ``w_0`` is at most ``eps``. Float.
@@ -110,10 +176,14 @@ def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "on
         second-order bound) or ``"kt"`` (Krichevsky-Trofimov). Static.
       direction_lr: ``eta > 0``, step multiplier of the adaptive projected gradient descent on
         the unit ball (its regret is ``(2/eta + eta) sqrt(sum ||g||^2)``).
+      max_scale: ``K > 0``, the largest distance ``|z_t|`` from ``w_0`` the learner plays, or
+        ``None`` (default): ``sqrt(m) / 16`` with ``m`` the largest finite value of the
+        parameters' dtype (1.2e18 in float32 and bfloat16, 8.4e152 in float64, 16 in float16),
+        so that ``w_t`` and ``||w_t - w_0||^2`` stay finite.
 
     Returns:
       An ``optax.GradientTransformation``; ``update(g, state, params)`` needs ``params`` and
-      returns ``w_{t+1} - params``.
+      returns ``w_{t+1} - params``. State: :class:`CoinBettingState`.
 
     Example:
       >>> import jax.numpy as jnp, optax
@@ -126,17 +196,21 @@ def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "on
     ``bettor="kt"`` is the spec's ``kt_betting``; ``"ons"`` gives the second-order regret the
     ``sqrt(d)`` rate needs (``E||l^||^2 <= 2 d G^2`` is much smaller than ``L^2``).
 
-    Theory: ``R_T(w_0) <= eps`` on every sequence (``W_T > 0``), and
+    Theory: ``R_T(w_0) <= eps`` on every sequence (``W_T > 0``), and, for
+    ``||u - w_0|| <= max_scale``,
     ``R_T(u) = O(||u|| sqrt(V_T log(1 + ||u|| V_T / eps)) + ||u|| L log(...))`` with
     ``V_T = sum_t ||g_t||^2`` for the ONS bettor (``L sqrt(T)`` in place of ``sqrt(V_T)`` for KT).
-    Checked in ``tests/online/test_unconstrained_blo.py`` (NumPy re-derivation, wealth identity)
-    and by claims ``static_*`` of ``experiments/online/unconstrained_blo.py``.
+    Checked in ``tests/online/test_unconstrained_blo.py`` (NumPy re-derivations of the linear-
+    domain recursion and of the clipped bettor, wealth identity, float32 against float64 on a
+    drift that overflows float32's range) and by claims ``static_*`` of
+    ``experiments/online/unconstrained_blo.py``.
 
     References: Cutkosky & Orabona, COLT 2018; Orabona & Pal, NeurIPS 2016.
     """
     check_float("eps", eps, allow_schedule=False)
     check_float("grad_bound", grad_bound, allow_schedule=False)
     check_float("direction_lr", direction_lr, allow_schedule=False)
+    check_float("max_scale", max_scale, allow_schedule=False, allow_none=True)
     bettor = check_choice("bettor", bettor, ("ons", "kt"))
 
     def init(params):
@@ -144,7 +218,8 @@ def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "on
         zero = jnp.zeros([], cd)
         direction = jax.tree.map(lambda v: jnp.zeros(v.shape, compute_dtype(v.dtype)), params)
         return CoinBettingState(jnp.zeros([], jnp.int32), params, direction, zero,
-                                jnp.asarray(eps, cd), zero, zero, jnp.ones([], cd), zero)
+                                jnp.log(jnp.asarray(eps, cd)), zero, zero, jnp.ones([], cd),
+                                zero)
 
     def update(updates, state, params=None, **extra_args):
         del extra_args
@@ -152,9 +227,16 @@ def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "on
             raise ValueError("coin_betting needs params (it returns w_{t+1} - params)")
         cd = state.scale.dtype
         L = jnp.asarray(grad_bound, cd)
+        log_bound = jnp.log(L)
+        cap = _default_max_scale(state.origin) if max_scale is None else max_scale
+        log_cap = jnp.log(jnp.asarray(cap, cd))
         g = jax.tree.map(lambda v: v.astype(cd), updates)
         coin = jnp.clip(-tree_vdot(g, state.direction, cd) / L, -1.0, 1.0)
-        wealth = state.wealth + L * coin * state.scale
+        # constrained reduction: on a clipped round, a coin that would push zeta further out
+        # is replaced by 0 (the clip is recomputed from the state, as when z_t was played)
+        _, clipped = _bet(state.fraction, state.log_wealth, log_bound, log_cap)
+        coin = jnp.where(clipped & (coin * state.fraction > 0), jnp.zeros_like(coin), coin)
+        log_wealth = state.log_wealth + jnp.log1p(state.fraction * coin)
         count = state.count + 1
         coin_sum = state.coin_sum + coin
         if bettor == "kt":
@@ -164,7 +246,7 @@ def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "on
             q = -coin / (1 + state.fraction * coin)
             ons_sum = state.ons_sum + q * q
             fraction = jnp.clip(state.fraction - _ONS_RATE * q / ons_sum, -0.5, 0.5)
-        scale = fraction * wealth / L
+        scale, _ = _bet(fraction, log_wealth, log_bound, log_cap)
         grad_sq = state.grad_sq + tree_vdot(g, g, cd)
         step = jnp.asarray(direction_lr, cd) / jnp.sqrt(jnp.maximum(grad_sq, jnp.finfo(cd).tiny))
         y = jax.tree.map(lambda d, gv: d - (step * gv).astype(d.dtype), state.direction, g)
@@ -173,15 +255,15 @@ def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "on
         y = jax.tree.map(lambda d: (d * shrink).astype(d.dtype), y)
         new = jax.tree.map(lambda o, d: o.astype(cd) + scale * d.astype(cd), state.origin, y)
         out = jax.tree.map(lambda n, p: (n - p.astype(cd)).astype(p.dtype), new, params)
-        return out, CoinBettingState(count, state.origin, y, scale.astype(cd), wealth.astype(cd),
-                                     fraction.astype(cd), coin_sum.astype(cd),
-                                     ons_sum.astype(cd), grad_sq.astype(cd))
+        return out, CoinBettingState(count, state.origin, y, scale.astype(cd),
+                                     log_wealth.astype(cd), fraction.astype(cd),
+                                     coin_sum.astype(cd), ons_sum.astype(cd), grad_sq.astype(cd))
 
     return optax.GradientTransformationExtraArgs(init, update)
 
 
-def kt_betting(eps: float = 1.0, grad_bound: float = 1.0, *,
-               direction_lr: float = 1.0) -> optax.GradientTransformationExtraArgs:
+def kt_betting(eps: float = 1.0, grad_bound: float = 1.0, *, direction_lr: float = 1.0,
+               max_scale: float | None = None) -> optax.GradientTransformationExtraArgs:
     """:func:`coin_betting` with the Krichevsky-Trofimov bettor (the spec's ``kt_betting``).
 
     Args, Returns: as :func:`coin_betting` with ``bettor="kt"``.
@@ -189,7 +271,8 @@ def kt_betting(eps: float = 1.0, grad_bound: float = 1.0, *,
     Example:
       >>> tx = kt_betting(eps=1.0, grad_bound=10.0)
     """
-    return coin_betting(eps, grad_bound, bettor="kt", direction_lr=direction_lr)
+    return coin_betting(eps, grad_bound, bettor="kt", direction_lr=direction_lr,
+                        max_scale=max_scale)
 
 
 class ProjectedOGDState(NamedTuple):

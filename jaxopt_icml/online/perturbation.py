@@ -233,7 +233,9 @@ def pablo(olo: optax.GradientTransformation, *, r_min: float = 1.0,
     Args:
       olo: the OLO learner, an ``optax.GradientTransformation`` fed ``l^_t`` as ``updates`` with
         ``params = w_t`` (e.g. :func:`online.olo_learners.coin_betting` with
-        ``grad_bound = G (d + sqrt d)``).
+        ``grad_bound = G (d + sqrt d)``; it keeps its wealth in the log domain and plays at
+        most ``max_scale`` away from ``x0``, so a float32 run on a persistent drift, whose
+        wealth grows exponentially, stays finite).
       r_min: floor ``> 0`` of the perturbation scale (keeps the variance finite near ``w = 0``).
       scale_fn: ``scale_fn(norm_w, d) -> r_t`` (static callable); default
         ``sqrt(d) max(||w_t||, r_min)``. A constant gives the FKM estimator (:func:`fkm`).

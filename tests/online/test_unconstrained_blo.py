@@ -1,6 +1,8 @@
-"""PABLO (paper 28): contract cases, NumPy re-derivations of the coin bettors, projected OGD, the
-dynamic ensemble and the PABLO loop, the wealth identity R_T(0) = eps - W_T, the sphere law,
-the environments, errors and the QUICK claims."""
+"""PABLO (paper 28): contract cases, NumPy re-derivations of the coin bettors (plain and
+clipped), projected OGD, the dynamic ensemble and the PABLO loop, the wealth identity
+R_T(0) = eps - W_T, float32 on a drift whose wealth exceeds float32's range (finite, and equal
+to the float64 original while the scale is representable), the sphere law, the environments,
+errors and the QUICK claims."""
 
 from __future__ import annotations
 
@@ -49,7 +51,8 @@ CONTRACT_CASES = (
     TransformationCase(
         "coin_betting", cb.coin_betting, {"eps": 1.0, "grad_bound": 10.0}, lr_name=None,
         invalid=(({"eps": -1.0}, "eps"), ({"grad_bound": 0.0}, "grad_bound"),
-                 ({"direction_lr": 0.0}, "direction_lr"), ({"bettor": "nope"}, "bettor"))),
+                 ({"direction_lr": 0.0}, "direction_lr"), ({"bettor": "nope"}, "bettor"),
+                 ({"max_scale": -1.0}, "max_scale"))),
     TransformationCase(
         "dynamic_ensemble", cb.dynamic_ensemble, {"lrs": (1.0, 4.0), "radius": 2.0},
         lr_name=None,
@@ -63,28 +66,53 @@ pytestmark = pytest.mark.x64  # every test runs in float64 (conftest.py)
 # --------------------------------------------------------------------------- NumPy references
 
 
-def np_coin_betting(gs, eps, L, bettor="ons", eta=1.0):
-    """The norm/direction coin bettor written from the update rule; returns the points w_t
-    played before each g_t (w_1 = 0) and the final wealth."""
-    d = gs.shape[1]
-    y, z, W, beta, csum, A, V = np.zeros(d), 0.0, eps, 0.0, 0.0, 1.0, 0.0
-    ws = []
-    for t, g in enumerate(gs, start=1):
-        ws.append(z * y)
-        c = float(np.clip(-(g @ y) / L, -1, 1))
-        W = W + L * c * z
-        csum += c
-        if bettor == "kt":
-            beta = csum / (t + 1)
+class NpCoinBetting:
+    """The norm/direction coin bettor in float64 NumPy, written from the linear-domain update
+    rule: W_{t+1} = W_t + L c~_t zeta_t, zeta_{t+1} = beta_{t+1} W_{t+1} / L, played scale
+    z_t = clip(zeta_t, -cap, cap), and c~_t = 0 on a clipped round whose coin c_t has the sign of
+    beta_t (otherwise c~_t = c_t). cap = inf is the plain (unclipped) bettor."""
+
+    def __init__(self, d, eps, L, bettor="ons", eta=1.0, cap=math.inf):
+        self.L, self.bettor, self.eta, self.cap = L, bettor, eta, cap
+        self.y, self.zeta, self.W, self.beta = np.zeros(d), 0.0, eps, 0.0
+        self.t, self.csum, self.A, self.V = 0, 0.0, 1.0, 0.0
+
+    @property
+    def z(self):
+        return float(np.clip(self.zeta, -self.cap, self.cap))
+
+    @property
+    def w(self):
+        return self.z * self.y
+
+    def step(self, g):
+        self.t += 1
+        c = float(np.clip(-(g @ self.y) / self.L, -1, 1))
+        if abs(self.zeta) > self.cap and c * self.beta > 0:
+            c = 0.0
+        self.W = self.W + self.L * c * self.zeta
+        self.csum += c
+        if self.bettor == "kt":
+            self.beta = self.csum / (self.t + 1)
         else:
-            q = -c / (1 + beta * c)
-            A += q * q
-            beta = float(np.clip(beta - 2 / (2 - math.log(3)) * q / A, -0.5, 0.5))
-        z = beta * W / L
-        V += g @ g
-        y = y - eta * g / math.sqrt(V)
-        y = y / max(1.0, np.linalg.norm(y))
-    return np.array(ws), W
+            q = -c / (1 + self.beta * c)
+            self.A += q * q
+            self.beta = float(np.clip(self.beta - 2 / (2 - math.log(3)) * q / self.A, -0.5, 0.5))
+        self.zeta = self.beta * self.W / self.L
+        self.V += g @ g
+        self.y = self.y - self.eta * g / math.sqrt(self.V)
+        self.y = self.y / max(1.0, np.linalg.norm(self.y))
+
+
+def np_coin_betting(gs, eps, L, bettor="ons", eta=1.0, cap=math.inf):
+    """Runs :class:`NpCoinBetting` on ``gs``; returns the points w_t played before each g_t
+    (w_1 = 0) and the final wealth."""
+    b = NpCoinBetting(gs.shape[1], eps, L, bettor, eta, cap)
+    ws = []
+    for g in gs:
+        ws.append(b.w)
+        b.step(g)
+    return np.array(ws), b.W
 
 
 def _olo_path(tx, gs, w0=None):
@@ -132,6 +160,32 @@ def test_coin_betting_origin_and_pytree():
     np.testing.assert_allclose(np.concatenate([params["a"], params["b"].ravel()]),
                                _olo_path(tx, np.vstack([gs, np.zeros((1, 5))]), w0)[0][-1],
                                rtol=1e-10)
+
+
+@pytest.mark.parametrize("bettor", ["ons", "kt"])
+def test_clipped_coin_betting_matches_numpy(bettor):
+    """With a small max_scale the played scale is clip(zeta, -K, K) and the bettor is fed 0 on
+    clipped rounds whose coin pushes outward (NumPy, linear domain); the regret against w_0 is
+    at most eps - W_{T+1} (the reduction's inequality), and the log wealth is log W."""
+    rng = np.random.default_rng(10)
+    T, d, L, K = 150, 3, 2.0, 3.0
+    gs = rng.uniform(-1, 1, (T, d)) * 0.3 + np.array([-0.9, 0.3, 0.0])  # ||g|| <= 2
+    gs[100:] *= -1.0  # the drift reverses: the clip must release
+    b = NpCoinBetting(d, 1.0, L, bettor, cap=K)
+    ref, zs = [], []
+    for g in gs:
+        ref.append(b.w)
+        zs.append(b.zeta)
+        b.step(g)
+    ref, zs = np.array(ref), np.array(zs)
+    clipped = np.abs(zs) > K
+    assert 10 <= clipped.sum() < T - 10  # the clip is active on some rounds, not all
+    got, state = _olo_path(cb.coin_betting(1.0, L, bettor=bettor, max_scale=K), gs)
+    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(float(state.log_wealth), math.log(b.W), rtol=1e-10)
+    np.testing.assert_allclose(float(state.wealth), b.W, rtol=1e-10)
+    assert np.all(np.linalg.norm(got, axis=1) <= K * (1 + 1e-12))
+    assert np.sum(gs * got) <= 1.0 - b.W + 1e-9
 
 
 def test_projected_ogd_matches_numpy():
@@ -192,6 +246,72 @@ def test_pablo_loop_matches_numpy_rederivation():
         ests.append(est)
         w = np_coin_betting(np.array(ests + [np.zeros(d)]), 1.0, L)[0][-1]
     assert int(np.sum(np.asarray(info["oracle_calls"]))) == T
+
+
+def _drift_env(dtype):
+    """The reported stream: d = 6, constant drift of norm 0.6 plus noise 0.4 (||l_t|| <= 1)."""
+    return pt.linear_losses(jax.random.PRNGKey(11), 6, drift=0.6, noise=0.4, dtype=dtype)
+
+
+_L6 = 6 + math.sqrt(6)  # G (d + sqrt d) with G = 1
+
+
+def _trace_center(step, state, oracle):
+    return step.x, state.center, step.info["radius"]
+
+
+def test_pablo_float32_drift_stays_finite():
+    """Reported overflow: PABLO + ONS coin betting in float32 on a constant drift of norm 0.6
+    (d = 6) reached inf/NaN near round 2,700 when the wealth passed float32's maximum (the
+    float64 iterate is ~1e41 at round 3,000). Every played point, iterate and state leaf must
+    stay finite, the wealth keep growing in the log domain, and the scale stay below the
+    documented default cap sqrt(float32 max) / 16."""
+    d, T = 6, 3000
+    alg = pt.pablo(cb.coin_betting(1.0, _L6))
+    state, (xs, ws, _) = base.run(alg, jnp.zeros(d, jnp.float32), _drift_env(jnp.float32),
+                                  jax.random.PRNGKey(12), T, trace_fn=_trace_center)
+    assert xs.dtype == jnp.float32 and ws.dtype == jnp.float32
+    assert bool(jnp.all(jnp.isfinite(xs))) and bool(jnp.all(jnp.isfinite(ws)))
+    for leaf in jax.tree.leaves(state):
+        assert bool(jnp.all(jnp.isfinite(leaf))), leaf
+    cap = math.sqrt(float(np.finfo(np.float32).max)) / 16
+    norms = np.linalg.norm(np.asarray(ws, np.float64), axis=1)
+    assert norms.max() <= cap * (1 + 1e-5)
+    assert norms[-1] >= 0.5 * cap  # it did learn the drift (plays near the cap at the end)
+    assert float(state.olo.log_wealth) >= 40.0  # W_T >= e^40, past any linear-domain trouble
+
+
+def test_pablo_float32_matches_float64_original():
+    """Reference: the float64 NumPy loop of the original (linear-domain, unclipped) algorithm,
+    driven by the float32 run's own perturbation directions s_t = (x_t - w_t) / r_t, agrees with
+    the float32 run on every round where its scale stays under the float32 cap (relative
+    error of w_t and of the wealth)."""
+    d, T = 6, 1600
+    env = _drift_env(jnp.float32)
+    alg = pt.pablo(cb.coin_betting(1.0, _L6))
+    trace = lambda s, st, o: (s.x, st.center, s.info["radius"], st.olo.log_wealth)
+    _, (xs, ws_next, radii, logw) = base.run(alg, jnp.zeros(d, jnp.float32), env,
+                                             jax.random.PRNGKey(12), T, trace_fn=trace)
+    xs, radii, logw = (np.asarray(v, np.float64) for v in (xs, radii, logw))
+    ws_next = np.asarray(ws_next, np.float64)
+    ws = np.vstack([np.zeros((1, d)), ws_next[:-1]])
+    ls = np.asarray(jax.vmap(env.loss)(jnp.arange(T)), np.float64)
+    cap = math.sqrt(float(np.finfo(np.float32).max)) / 16
+    b = NpCoinBetting(d, 1.0, _L6)
+    compared = 0
+    for t in range(T):
+        w = b.w
+        if abs(b.zeta) > cap:
+            break
+        assert np.linalg.norm(ws[t] - w) <= 5e-4 * max(1.0, np.linalg.norm(w)), t  # 5e-5 seen
+        s = (xs[t] - ws[t]) / radii[t]
+        s = s / np.linalg.norm(s)
+        r = math.sqrt(d) * max(np.linalg.norm(w), 1.0)
+        est = d / r * (ls[t] @ (w + r * s)) * s
+        b.step(est)
+        assert abs(logw[t] - math.log(b.W)) <= 5e-4, t  # relative error of W_t
+        compared += 1
+    assert compared >= 1000 and math.log(b.W) >= 35.0  # W grew past 1e15 in the compared span
 
 
 def test_fkm_and_full_information():
@@ -260,6 +380,8 @@ def test_errors():
         cb.coin_betting(0.0)
     with pytest.raises(ValueError, match="bettor"):
         cb.coin_betting(bettor="adam")
+    with pytest.raises(ValueError, match="max_scale"):
+        cb.kt_betting(max_scale=0.0)
     with pytest.raises(ValueError, match="radius"):
         cb.projected_ogd(0.1, radius=-1.0)
     with pytest.raises(ValueError, match="learning_rate"):
