@@ -18,6 +18,8 @@ Example::
     check_float("inner_lr", None, allow_none=True)      # None means "use the default"
     check_unit_interval("b1", 0.9)                      # in [0, 1): decay rates
     check_static_int("ns_steps", 5, low=1)              # loop counts and shapes: static ints
+    check_static_ints("deva", ns_steps=(None, 5))       # all of a constructor's, None = default
+    check_float_dtype("mu_dtype", jnp.bfloat16)         # a floating dtype (or None)
     check_bool("nesterov", True)
     check_choice("form", "combined", ("combined", "mantissa_exponent"))
     resolve(schedule_or_float, count, jnp.float32)       # the value at update ``count``
@@ -32,12 +34,15 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 __all__ = [
     "check_bool",
     "check_choice",
     "check_float",
+    "check_float_dtype",
     "check_static_int",
+    "check_static_ints",
     "check_unit_interval",
     "cast_like",
     "compute_dtype",
@@ -203,6 +208,57 @@ def check_static_int(name: str, value: Any, *, low: int = 1) -> int:
     if isinstance(value, bool) or not integral or int(value) < low:
         raise ValueError(f"{name} must be a static int >= {low}, got {value!r}")
     return int(value)
+
+
+def check_static_ints(context: str, **values: tuple[Any, int]) -> tuple[int, ...]:
+    """Validates all the static ints of the constructor ``context`` at once.
+
+    ``values`` maps each argument name to ``(value, default)``; ``None`` means the default.
+    Constructors give their static ints the default ``None`` so that ``optax.inject_hyperparams``
+    (which turns every int it is given into an array, traced under ``jit``) leaves them alone
+    unless the caller sets them; every one that arrives traced is named in ONE ``ValueError``
+    with the exact ``static_args`` to pass.
+
+    Returns:
+      the ints, in the order of ``values``.
+
+    Example:
+      >>> check_static_ints("deva", ns_steps=(None, 5), max_precond_dim=(64, 10000))
+      (5, 64)
+    """
+    traced = tuple(n for n, (v, _) in values.items() if isinstance(v, jax.core.Tracer))
+    if traced:
+        raise ValueError(
+            f"{context}: {', '.join(traced)} must be static ints (they fix loop counts and "
+            f"shapes), got traced arrays; optax.inject_hyperparams turns every int it is "
+            f"given into one: pass optax.inject_hyperparams({context}, "
+            f"static_args={traced!r}), or leave them out (their defaults are static). The "
+            f"static ints of {context} are {', '.join(values)}.")
+    return tuple(check_static_int(n, d if v is None else v) for n, (v, d) in values.items())
+
+
+def check_float_dtype(name: str, value: Any, *, allow_none: bool = True):
+    """Validates a floating dtype argument (``jnp.bfloat16``, ``"float32"``, ``jnp.dtype``);
+    returns it as a ``jnp.dtype`` (or ``None``).
+
+    An array is refused with its own message: it is what ``optax.inject_hyperparams`` makes of
+    a scalar type such as ``jnp.bfloat16`` (a type is callable, so it is taken for a schedule
+    and evaluated), whose dtype would otherwise be used silently.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, jax.Array | np.ndarray | np.generic):
+        raise ValueError(f"{name} must be None or a floating dtype, got an array {value!r}; "
+                         f"under optax.inject_hyperparams pass static_args=({name!r},) or "
+                         "give it as jnp.dtype(...), which is not callable")
+    try:
+        dt = None if value is None else jnp.dtype(value)  # (jnp.dtype(None) is float64)
+    except TypeError:
+        dt = None
+    if dt is None or not jnp.issubdtype(dt, jnp.floating):
+        raise ValueError(f"{name} must be {'None or ' if allow_none else ''}a floating dtype, "
+                         f"got {value!r}")
+    return dt
 
 
 def check_bool(name: str, value: Any) -> bool:

@@ -25,8 +25,9 @@ from typing import Any
 
 import jax
 import numpy as np
+import optax
 
-__all__ = ["check_same_shapes"]
+__all__ = ["check_same_shapes", "with_shape_check"]
 
 
 def _shape(leaf) -> tuple:
@@ -50,9 +51,30 @@ def check_same_shapes(name_a: str, tree_a: Any, name_b: str, tree_b: Any, *,
     paths_a, def_a = jax.tree_util.tree_flatten_with_path(tree_a)
     paths_b, def_b = jax.tree_util.tree_flatten_with_path(tree_b)
     if def_a != def_b:
+        keys_a = [jax.tree_util.keystr(path) for path, _ in paths_a]
+        keys_b = [jax.tree_util.keystr(path) for path, _ in paths_b]
+        only_a = [k for k in keys_a if k not in set(keys_b)]
+        only_b = [k for k in keys_b if k not in set(keys_a)]
+        where = (f"{name_a} has leaf {only_a[0]} that {name_b} lacks" if only_a else
+                 f"{name_b} has leaf {only_b[0]} that {name_a} lacks" if only_b else
+                 f"{def_a} vs {def_b}")
         raise ValueError(f"{prefix}{name_a} and {name_b} have different tree structures: "
-                         f"{def_a} vs {def_b}")
+                         f"{where}")
     for (path, a), (_, b) in zip(paths_a, paths_b):
         if _shape(a) != _shape(b):
             raise ValueError(f"{prefix}{name_a} and {name_b} disagree at leaf "
                              f"{jax.tree_util.keystr(path)}: shape {_shape(a)} vs {_shape(b)}")
+
+
+def with_shape_check(tx: optax.GradientTransformation,
+                     name: str) -> optax.GradientTransformationExtraArgs:
+    """``tx`` whose ``update`` first runs :func:`check_same_shapes` on the updates and the
+    params (when given); for transformations assembled from optax pieces (``optax.partition``,
+    ``optax.sgd``) that would otherwise fail deep inside or broadcast. Same init and state."""
+    inner = optax.with_extra_args_support(tx)
+
+    def update_fn(updates, state, params=None, **extra_args):
+        check_same_shapes("updates", updates, "params", params, context=name)
+        return inner.update(updates, state, params, **extra_args)
+
+    return optax.GradientTransformationExtraArgs(inner.init, update_fn)

@@ -147,3 +147,34 @@ def test_unit_interval_static_int_bool_choice_and_resolve():
     count = jnp.asarray(4, jnp.int32)
     assert resolve(lambda c: 0.5 * c, count, jnp.float32) == 2.0
     assert resolve(0.25, count, jnp.bfloat16).dtype == jnp.bfloat16
+
+
+def test_check_static_ints_names_every_traced_int_at_once():
+    from jaxopt_icml.hyperparams import check_static_ints
+
+    assert check_static_ints("tx", a=(None, 5), b=(7, 1)) == (5, 7)
+
+    @jax.jit
+    def traced(a, b):
+        check_static_ints("tx", a=(a, 5), b=(b, 1), c=(None, 2))
+
+    with pytest.raises(ValueError, match=r"tx: a, b must be static ints .*"
+                                         r"static_args=\('a', 'b'\).*static ints of tx are "
+                                         r"a, b, c"):
+        traced(3, 4)
+    with pytest.raises(ValueError, match="b must be a static int >= 1"):
+        check_static_ints("tx", b=(0, 1))
+
+
+def test_check_float_dtype():
+    from jaxopt_icml.hyperparams import check_float_dtype
+
+    assert check_float_dtype("mu_dtype", None) is None
+    assert check_float_dtype("mu_dtype", jnp.bfloat16) == jnp.dtype(jnp.bfloat16)
+    assert check_float_dtype("mu_dtype", "float32") == jnp.dtype(jnp.float32)
+    with pytest.raises(ValueError, match=r"got an array .*static_args=\('mu_dtype',\)"):
+        check_float_dtype("mu_dtype", jnp.asarray(1.0, jnp.bfloat16))  # inject_hyperparams' doing
+    with pytest.raises(ValueError, match="floating dtype"):
+        check_float_dtype("mu_dtype", jnp.int32)
+    with pytest.raises(ValueError, match="must be a floating dtype"):
+        check_float_dtype("mu_dtype", None, allow_none=False)

@@ -22,8 +22,14 @@ def test_shape_mismatch_names_the_leaf():
 
 
 def test_structure_mismatch():
-    with pytest.raises(ValueError, match="different tree structures"):
+    with pytest.raises(ValueError, match=r"different tree structures: updates has leaf "
+                                         r"\['a'\] that params lacks"):
         check_same_shapes("updates", {"a": jnp.zeros(2)}, "params", {"b": jnp.zeros(2)})
+    with pytest.raises(ValueError, match=r"params has leaf \['c'\] that updates lacks"):
+        check_same_shapes("updates", {"a": jnp.zeros(2)}, "params",
+                          {"a": jnp.zeros(2), "c": jnp.zeros(1)})
+    with pytest.raises(ValueError, match="different tree structures"):  # same keys, other nodes
+        check_same_shapes("updates", (jnp.zeros(2),), "params", [jnp.zeros(2)])
 
 
 def test_works_on_tracers_under_jit():

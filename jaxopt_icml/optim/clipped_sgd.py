@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "clipped_sgd",
@@ -96,21 +97,17 @@ def _check_static(per_example):
         raise ValueError(f"per_example must be a bool, got {per_example!r}")
 
 
-def _check_per_example(leaves, params):
-    if not leaves:
-        return
+def _check_per_example(updates, leaves, params):
     shapes = [jnp.shape(x) for x in leaves]
-    if any(len(s) < 1 for s in shapes) or len({s[0] for s in shapes}) != 1:
+    if leaves and (any(len(s) < 1 for s in shapes) or len({s[0] for s in shapes}) != 1):
         raise ValueError(
             "per_example=True expects every gradient leaf to carry the same leading example "
             f"axis, got shapes {shapes}")
-    if params is not None:
-        pshapes = [jnp.shape(p) for p in jax.tree.leaves(params)]
-        if len(pshapes) == len(shapes) and any(
-                s[1:] != tuple(p) for s, p in zip(shapes, pshapes, strict=True)):
-            raise ValueError(
-                "per_example=True: each gradient leaf must have shape (batch, *param.shape); "
-                f"got {shapes} for params {pshapes}")
+    # each leaf must be (batch, *param.shape): compare what follows the example axis
+    per_example = jax.tree.map(lambda x: jax.ShapeDtypeStruct(jnp.shape(x)[1:], _dtype(x)),
+                               updates)
+    check_same_shapes("updates (per_example=True: the shapes after the leading axis)",
+                      per_example, "params", params, context="clipped_sgd")
 
 
 def _make_update(learning_rate, clip_threshold, per_example):
@@ -119,11 +116,13 @@ def _make_update(learning_rate, clip_threshold, per_example):
     def update_fn(updates, state, params=None, **extra_args):
         del extra_args
         leaves, treedef = jax.tree.flatten(updates)
+        if not per_example:  # trace-time check (shapes are static)
+            check_same_shapes("updates", updates, "params", params, context="clipped_sgd")
         dt = _norm_dtype(leaves)
         lam = resolve(clip_threshold, state.count, dt)
         scale = None if learning_rate is None else -resolve(learning_rate, state.count, dt)
         if per_example:
-            _check_per_example(leaves, params)
+            _check_per_example(updates, leaves, params)
             batch = leaves[0].shape[0] if leaves else 1
             norms = _safe_norm(_sq_norm(leaves, dt, axis_from=1))  # (batch,)
             weights = _clip_factor(norms, lam) / jnp.asarray(batch, dt)
@@ -223,10 +222,12 @@ def clipped_sgd(
 
     Returns:
       An ``optax.GradientTransformationExtraArgs``; ``update(grads, state, params=None,
-      **extra)`` ignores unknown keywords (``params`` is only used to check shapes in
-      per-example mode). State :class:`ClippedSGDState` ``(count,)``. Arithmetic happens in
-      float32 for 16-bit leaves (the norm is accumulated in float32, or float64 under x64) and
-      the updates keep each leaf's dtype.
+      **extra)`` ignores unknown keywords. ``params`` is only used to check shapes: when it is
+      given, the updates (after the leading example axis in per-example mode) must have its
+      tree structure and leaf shapes, or a ``ValueError`` names the first leaf that differs.
+      State :class:`ClippedSGDState` ``(count,)``. Arithmetic happens in float32 for 16-bit
+      leaves (the norm is accumulated in float32, or float64 under x64) and the updates keep
+      each leaf's dtype.
 
     Example:
       >>> import jax, jax.numpy as jnp, optax

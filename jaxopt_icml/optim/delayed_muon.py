@@ -24,10 +24,12 @@ from jaxopt_icml.hyperparams import (
     check_bool,
     check_choice,
     check_float,
+    check_float_dtype,
     check_static_int,
     check_unit_interval,
     compute_dtype,
 )
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "one_step_delay",
@@ -43,6 +45,10 @@ PyTree = Any
 
 FIRST_STEPS = ("undelayed", "zero")
 """Allowed values of ``first_step`` in :func:`one_step_delay`."""
+
+# ``ns_steps`` of :func:`delayed_muon` when left at ``None`` (a ``None`` default, not an int, so
+# that ``optax.inject_hyperparams`` does not turn it into a traced array).
+_NS_STEPS = 5
 
 
 class OneStepDelayState(NamedTuple):
@@ -80,18 +86,6 @@ def _check_transformation(name, tx):
     if not (callable(getattr(tx, "init", None)) and callable(getattr(tx, "update", None))):
         raise ValueError(f"{name} must be an optax.GradientTransformation (callable init and "
                          f"update), got {tx!r}")
-
-
-def _check_stash_dtype(stash_dtype):
-    if stash_dtype is None:
-        return None
-    try:
-        dt = jnp.dtype(stash_dtype)
-    except TypeError:
-        dt = None
-    if dt is None or not jnp.issubdtype(dt, jnp.floating):
-        raise ValueError(f"stash_dtype must be None or a floating dtype, got {stash_dtype!r}")
-    return dt
 
 
 def _check_first_step(first_step):
@@ -192,7 +186,11 @@ def one_step_delay(
 
     Returns:
       An ``optax.GradientTransformationExtraArgs`` with state :class:`OneStepDelayState`. The
-      updates are those of ``inner``.
+      updates are those of ``inner``. ``update`` raises a ``ValueError`` naming the leaf when
+      the updates, the params and the state disagree in tree structure or leaf shape. Under
+      ``optax.inject_hyperparams`` give ``stash_dtype`` as ``jnp.dtype(...)`` or in
+      ``static_args`` (a scalar type such as ``jnp.bfloat16`` is callable and would be taken
+      for a schedule); ``inner`` carries its own hyperparameters (wrap it instead).
 
     Example:
       >>> import jax, jax.numpy as jnp, optax
@@ -232,7 +230,7 @@ def one_step_delay(
     """
     _check_transformation("inner", inner)
     _check_first_step(first_step)
-    stash = _check_stash_dtype(stash_dtype)
+    stash = check_float_dtype("stash_dtype", stash_dtype)
     inner = optax.with_extra_args_support(inner)
 
     def stash_like(tree):
@@ -248,6 +246,9 @@ def one_step_delay(
         )
 
     def update_fn(updates, state, params=None, **extra_args):
+        check_same_shapes("updates", updates, "params", params, context="one_step_delay")
+        check_same_shapes("updates", updates, "state.prev_grads", state.prev_grads,
+                          context="one_step_delay")
         first = state.count == 0
         prev_grads = state.prev_grads
         if stash is not None:  # back to the gradient's own dtype before inner sees it
@@ -357,7 +358,11 @@ def delayed_adamw(
 
     Returns:
       An ``optax.GradientTransformationExtraArgs`` (``update`` needs ``params``) with state
-      :class:`DelayedAdamWState`. Extra keyword arguments are accepted and ignored.
+      :class:`DelayedAdamWState`. Extra keyword arguments are accepted and ignored. A
+      mismatch of tree structure or leaf shape between the updates, the params and the state
+      raises a ``ValueError`` naming the leaf. Under ``optax.inject_hyperparams`` the floats
+      are injectable; a callable ``mask`` goes in ``static_args`` (the wrapper takes every
+      callable for a schedule).
 
     Example:
       >>> import jax, jax.numpy as jnp, optax
@@ -405,6 +410,8 @@ def delayed_adamw(
         del extra_args
         if params is None:
             raise ValueError("delayed_adamw needs params: call update(grads, state, params)")
+        check_same_shapes("updates", updates, "params", params, context="delayed_adamw")
+        check_same_shapes("updates", updates, "state.mu", state.mu, context="delayed_adamw")
         first = state.count == 0
         mu, nu = state.mu, state.nu
         if undelayed:  # call 0 applies g_0 itself: fold it in before emitting (moments are 0)
@@ -460,9 +467,11 @@ def delay_correction(gamma: optax.ScalarOrSchedule = 1.0) -> optax.GradientTrans
         ``optax.inject_hyperparams``) or a schedule of the call count.
 
     Returns:
-      An ``optax.GradientTransformationExtraArgs`` with state :class:`DelayCorrectionState`.
-      Arithmetic is in float32 for 16-bit updates (float64 under x64 for float64 ones) and the
-      result is cast back to each update's dtype; the stored :math:`u_{t-1}` has the param dtype.
+      An ``optax.GradientTransformationExtraArgs`` with state :class:`DelayCorrectionState`;
+      ``update`` raises a ``ValueError`` naming the leaf when the updates, the params (if
+      given) and the state disagree in tree structure or leaf shape. Arithmetic is in
+      float32 for 16-bit updates (float64 under x64 for float64 ones) and the result is cast
+      back to each update's dtype; the stored :math:`u_{t-1}` has the param dtype.
 
     Example:
       >>> import jax.numpy as jnp
@@ -500,7 +509,10 @@ def delay_correction(gamma: optax.ScalarOrSchedule = 1.0) -> optax.GradientTrans
                                     count=jnp.zeros([], jnp.int32))
 
     def update_fn(updates, state, params=None, **extra_args):
-        del params, extra_args
+        del extra_args
+        check_same_shapes("updates", updates, "params", params, context="delay_correction")
+        check_same_shapes("updates", updates, "state.prev_updates", state.prev_updates,
+                          context="delay_correction")
         g = gamma(state.count) if callable(gamma) else gamma
         first = state.count == 0
 
@@ -531,7 +543,7 @@ def delayed_muon(
     *,
     first_step: str = "undelayed",
     nesterov: bool = True,
-    ns_steps: int = 5,
+    ns_steps: int | None = None,
     weight_decay: float = 0.0,
     adam_b1: float = 0.9,
     adam_b2: float = 0.999,
@@ -559,7 +571,9 @@ def delayed_muon(
       first_step: ``"undelayed"`` (default) or ``"zero"``, see :func:`one_step_delay`.
         Static, keyword-only like the following.
       nesterov: Nesterov momentum (default ``True``). Static bool.
-      ns_steps: Newton-Schulz iterations, static int >= 1 (default 5).
+      ns_steps: Newton-Schulz iterations, static int >= 1 (default ``None``: 5). Under
+        ``optax.inject_hyperparams`` (where the floats are injectable) leave it out, or pass
+        ``static_args=("ns_steps",)`` with it: the wrapper turns every int into an array.
       weight_decay: decoupled weight decay >= 0 of the Muon part (applied to the current
         params, never delayed). Default 0.
       adam_b1: in [0, 1), Adam's first-moment decay for non-matrix leaves (default 0.9).
@@ -596,7 +610,13 @@ def delayed_muon(
     check_float("gamma", gamma, strict=False, allow_none=True)
     _check_first_step(first_step)
     check_bool("nesterov", nesterov)
-    check_static_int("ns_steps", ns_steps, low=1)
+    if isinstance(ns_steps, jax.core.Tracer):
+        raise ValueError("ns_steps must be a static int >= 1 (it fixes the Newton-Schulz loop), "
+                         "got a traced array: optax.inject_hyperparams turns an int it is "
+                         "given into one; pass static_args=('ns_steps',) to "
+                         "optax.inject_hyperparams, or leave ns_steps out (its default is "
+                         "static)")
+    ns_steps = check_static_int("ns_steps", _NS_STEPS if ns_steps is None else ns_steps, low=1)
     check_float("weight_decay", weight_decay, strict=False, allow_schedule=False)
     check_unit_interval("adam_b1", adam_b1)
     check_unit_interval("adam_b2", adam_b2)

@@ -40,12 +40,16 @@ from jaxopt_icml.hyperparams import (
     check_bool,
     check_choice,
     check_float,
+    check_float_dtype,
     check_static_int,
+    check_static_ints,
     check_unit_interval,
     resolve,
 )
 from jaxopt_icml.optim.eigenbasis import (
-    _check_dtype,
+    _MAX_PRECOND_DIM,
+    _NS_STEPS,
+    _PRECONDITION_FREQUENCY,
     _check_eigenbasis_static,
     _ct,
     _eigenbasis_transform,
@@ -53,6 +57,7 @@ from jaxopt_icml.optim.eigenbasis import (
     newton_schulz,
     polar_svd,
 )
+from jaxopt_icml.trees import check_same_shapes, with_shape_check
 
 __all__ = [
     "deva",
@@ -126,7 +131,7 @@ def scale_by_deva_linf(
     check_unit_interval("b2", b2)
     check_float("eps", eps, allow_schedule=False)
     check_bool("nesterov", nesterov)
-    mu_dtype = _check_dtype("mu_dtype", mu_dtype)
+    mu_dtype = check_float_dtype("mu_dtype", mu_dtype)
 
     def init_fn(params):
         def zeros(p, dt=None):
@@ -138,7 +143,9 @@ def scale_by_deva_linf(
             nu=jax.tree.map(zeros, params))
 
     def update_fn(updates, state, params=None, **extra_args):
-        del params, extra_args
+        del extra_args
+        check_same_shapes("updates", updates, "params", params, context="deva_linf")
+        check_same_shapes("updates", updates, "state.mu", state.mu, context="deva_linf")
 
         def leaf(g, m, v):
             ct = v.dtype
@@ -198,6 +205,9 @@ def deva_linf(
         keyword-only (as the rest).
       mu_dtype: dtype of :math:`m` (default ``None``: float32 for 16-bit params, else the param
         dtype). :math:`v` is always kept in that compute dtype (bf16 turns 0.999 into 1.0).
+        Under ``optax.inject_hyperparams`` give it as ``jnp.dtype(...)`` or in
+        ``static_args`` (a scalar type such as ``jnp.bfloat16`` is callable and would be taken
+        for a schedule); the floats are injectable.
 
     Returns:
       An ``optax.GradientTransformationExtraArgs`` (a chain: direction, decayed weights,
@@ -244,14 +254,14 @@ def scale_by_deva_schatten(
     b2: float = 0.95,
     eps: float = 1e-8,
     *,
-    precondition_frequency: int = 10,
-    ns_steps: int = 5,
+    precondition_frequency: int | None = None,
+    ns_steps: int | None = None,
     nesterov: bool = True,
     rms_scale: float = 0.2,
     use_eigenbasis: bool = True,
     bias_correction: bool = True,
     orthogonalize: str = "newton_schulz",
-    max_precond_dim: int = 10000,
+    max_precond_dim: int | None = None,
     shampoo_beta: float | None = None,
     mu_dtype=None,
 ) -> optax.GradientTransformationExtraArgs:
@@ -265,12 +275,14 @@ def scale_by_deva_schatten(
     check_unit_interval("b2", b2)
     check_float("eps", eps, allow_schedule=False)
     check_float("rms_scale", rms_scale, allow_schedule=False)
-    steps = check_static_int("ns_steps", ns_steps)
+    freq, steps, dim = check_static_ints(
+        "scale_by_deva_schatten", precondition_frequency=(precondition_frequency,
+                                                          _PRECONDITION_FREQUENCY),
+        ns_steps=(ns_steps, _NS_STEPS), max_precond_dim=(max_precond_dim, _MAX_PRECOND_DIM))
     check_bool("nesterov", nesterov)
     check_choice("orthogonalize", orthogonalize, ("newton_schulz", "svd"))
     freq, dim, mu_dtype = _check_eigenbasis_static(
-        precondition_frequency, use_eigenbasis, max_precond_dim, bias_correction, shampoo_beta,
-        mu_dtype)
+        freq, use_eigenbasis, dim, bias_correction, shampoo_beta, mu_dtype)
 
     def direction(g, m, v, t, hp):
         del t
@@ -298,14 +310,14 @@ def deva_schatten(
     eps: float = 1e-8,
     weight_decay: float = 0.01,
     *,
-    precondition_frequency: int = 10,
-    ns_steps: int = 5,
+    precondition_frequency: int | None = None,
+    ns_steps: int | None = None,
     nesterov: bool = True,
     rms_scale: float = 0.2,
     use_eigenbasis: bool = True,
     bias_correction: bool = True,
     orthogonalize: str = "newton_schulz",
-    max_precond_dim: int = 10000,
+    max_precond_dim: int | None = None,
     shampoo_beta: float | None = None,
     mu_dtype=None,
 ) -> optax.GradientTransformationExtraArgs:
@@ -345,9 +357,9 @@ def deva_schatten(
       b2: :math:`\beta_2 \in [0, 1)` (default 0.95).
       eps: :math:`\epsilon > 0` under the square root (default 1e-8).
       weight_decay: decoupled :math:`\lambda \ge 0` (default 0.01).
-      precondition_frequency: eigenbasis refresh period, int >= 1 (default 10). Static;
-        this and all following arguments are keyword-only.
-      ns_steps: Newton-Schulz steps, int >= 1 (default 5). Static.
+      precondition_frequency: eigenbasis refresh period, int >= 1 (default ``None``: 10).
+        Static; this and all following arguments are keyword-only.
+      ns_steps: Newton-Schulz steps, int >= 1 (default ``None``: 5). Static.
       nesterov: Nesterov look-ahead in ``msign`` (default ``True``). Static.
       rms_scale: :math:`\rho > 0` of the RMS alignment :math:`\rho\sqrt{\max(n,p)}` (default
         0.2). Float.
@@ -356,17 +368,29 @@ def deva_schatten(
         ``True``, as the official code). Static.
       orthogonalize: ``"newton_schulz"`` (default) or ``"svd"`` (exact polar factor,
         :func:`polar_svd`; slower, for checks). Static.
-      max_precond_dim: sides longer than this are not rotated, int >= 1 (default 10000, as
-        SOAP). Static.
+      max_precond_dim: sides longer than this are not rotated, int >= 1 (default ``None``:
+        10000, as SOAP). Static.
       shampoo_beta: EMA rate of :math:`GG^\top, G^\top G` in [0, 1), ``None`` (default) uses
         ``b2``.
       mu_dtype: dtype of :math:`m` (default: float32 for 16-bit params, else the param dtype);
         :math:`v`, the EMAs and the bases are always in that compute dtype (float32 at least),
         as eigendecompositions and Newton-Schulz need.
 
+    Under ``optax.inject_hyperparams``: the floats (``learning_rate``, ``b1``, ``b2``,
+    ``eps``, ``weight_decay``, ``rms_scale``, ``shampoo_beta``) are injectable. The static ints
+    ``precondition_frequency``, ``ns_steps`` and ``max_precond_dim`` default to ``None``, which
+    the wrapper leaves alone; list every one you pass in ``static_args``, e.g.
+    ``optax.inject_hyperparams(deva_schatten, static_args=("precondition_frequency",
+    "ns_steps"))(1e-2, precondition_frequency=5, ns_steps=3)``. A missing one raises a
+    ``ValueError`` (under ``jit``) that names all of them and the ``static_args``
+    to pass. Give ``mu_dtype`` as ``jnp.dtype(jnp.bfloat16)`` or list it in ``static_args``: a
+    scalar type such as ``jnp.bfloat16`` is callable and would be taken for a schedule.
+
     Returns:
       An ``optax.GradientTransformationExtraArgs``; state ``(ScaleByEigenbasisState,
-      EmptyState, ScaleByLearningRateState-or-EmptyState)`` of the chain.
+      EmptyState, ScaleByLearningRateState-or-EmptyState)`` of the chain. ``update`` raises a
+      ``ValueError`` naming the leaf when the updates, the params and the state disagree in
+      tree structure or leaf shape.
 
     Example:
       >>> import jax.numpy as jnp, optax
@@ -406,6 +430,9 @@ def deva_schatten(
     """
     check_float("learning_rate", learning_rate)
     check_float("weight_decay", weight_decay, strict=False, allow_schedule=False)
+    precondition_frequency, ns_steps, max_precond_dim = check_static_ints(
+        "deva_schatten", precondition_frequency=(precondition_frequency, _PRECONDITION_FREQUENCY),
+        ns_steps=(ns_steps, _NS_STEPS), max_precond_dim=(max_precond_dim, _MAX_PRECOND_DIM))
     direction = scale_by_deva_schatten(
         b1, b2, eps, precondition_frequency=precondition_frequency, ns_steps=ns_steps,
         nesterov=nesterov, rms_scale=rms_scale, use_eigenbasis=use_eigenbasis,
@@ -425,14 +452,14 @@ def deva(
     weight_decay: float = 0.01,
     *,
     matrix_form: str = "schatten",
-    precondition_frequency: int = 10,
-    ns_steps: int = 5,
+    precondition_frequency: int | None = None,
+    ns_steps: int | None = None,
     nesterov: bool = True,
     rms_scale: float = 0.2,
     use_eigenbasis: bool = True,
     bias_correction: bool = True,
     orthogonalize: str = "newton_schulz",
-    max_precond_dim: int = 10000,
+    max_precond_dim: int | None = None,
     shampoo_beta: float | None = None,
     linf_learning_rate: optax.ScalarOrSchedule | None = None,
     linf_b1: float = 0.9,
@@ -460,8 +487,16 @@ def deva(
         (defaults 0.9, 0.999, 1e-5, 0, ``False``).
       mu_dtype: momentum dtype of both forms.
 
+    Under ``optax.inject_hyperparams`` the floats are injectable and the static ints
+    (``precondition_frequency``, ``ns_steps``, ``max_precond_dim``) follow the rule of
+    :func:`deva_schatten`: left at ``None`` they need nothing; each one passed goes in
+    ``static_args``, e.g. ``optax.inject_hyperparams(deva, static_args=("ns_steps",))(1e-2,
+    ns_steps=3)``; ``mu_dtype`` as there.
+
     Returns:
-      An ``optax.GradientTransformationExtraArgs`` (``optax.partition`` state).
+      An ``optax.GradientTransformationExtraArgs`` (``optax.partition`` state). ``update``
+      raises a ``ValueError`` naming the leaf when the updates and the params (or the state)
+      disagree in tree structure or leaf shape.
 
     Example:
       >>> import jax.numpy as jnp, optax
@@ -478,6 +513,9 @@ def deva(
     References:
       Song, Bai, Zhang, Bullins, Gleich, DeVA, ICML 2026, arXiv:2602.06880.
     """
+    precondition_frequency, ns_steps, max_precond_dim = check_static_ints(
+        "deva", precondition_frequency=(precondition_frequency, _PRECONDITION_FREQUENCY),
+        ns_steps=(ns_steps, _NS_STEPS), max_precond_dim=(max_precond_dim, _MAX_PRECOND_DIM))
     check_choice("matrix_form", matrix_form, ("schatten", "linf"))
     check_float("learning_rate", learning_rate)
     check_float("linf_learning_rate", linf_learning_rate, allow_none=True)
@@ -499,4 +537,4 @@ def deva(
             lambda p: "schatten" if matrix_form == "schatten" and jnp.ndim(p) == 2 else "linf",
             params)
 
-    return optax.partition(transforms, labels)
+    return with_shape_check(optax.partition(transforms, labels), "deva")

@@ -27,14 +27,22 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxopt_icml.hyperparams import check_float, check_unit_interval, resolve
+from jaxopt_icml.hyperparams import (
+    check_float,
+    check_float_dtype,
+    check_static_ints,
+    check_unit_interval,
+    resolve,
+)
 from jaxopt_icml.optim.eigenbasis import (
-    _check_dtype,
+    _MAX_PRECOND_DIM,
+    _PRECONDITION_FREQUENCY,
     _check_eigenbasis_static,
     _ct,
     _eigenbasis_transform,
     _lr_chain,
 )
+from jaxopt_icml.trees import check_same_shapes, with_shape_check
 
 __all__ = [
     "soap",
@@ -48,20 +56,24 @@ def scale_by_soap(
     b2: float = 0.95,
     eps: float = 1e-8,
     *,
-    precondition_frequency: int = 10,
+    precondition_frequency: int | None = None,
     use_eigenbasis: bool = True,
     bias_correction: bool = True,
-    max_precond_dim: int = 10000,
+    max_precond_dim: int | None = None,
     shampoo_beta: float | None = None,
     mu_dtype=None,
 ) -> optax.GradientTransformationExtraArgs:
-    """Direction of :func:`soap` (2-D leaves only); arguments as there."""
+    """Direction of :func:`soap` (2-D leaves only); arguments (and their use under
+    ``optax.inject_hyperparams``) as there."""
     check_unit_interval("b1", b1)
     check_unit_interval("b2", b2)
     check_float("eps", eps, allow_schedule=False)
+    freq, dim = check_static_ints(
+        "scale_by_soap",
+        precondition_frequency=(precondition_frequency, _PRECONDITION_FREQUENCY),
+        max_precond_dim=(max_precond_dim, _MAX_PRECOND_DIM))
     freq, dim, mu_dtype = _check_eigenbasis_static(
-        precondition_frequency, use_eigenbasis, max_precond_dim, bias_correction, shampoo_beta,
-        mu_dtype)
+        freq, use_eigenbasis, dim, bias_correction, shampoo_beta, mu_dtype)
 
     def direction(g, m, v, t, hp):
         del t
@@ -83,9 +95,9 @@ def soap(
     eps: float = 1e-8,
     weight_decay: float = 0.01,
     *,
-    precondition_frequency: int = 10,
+    precondition_frequency: int | None = None,
     use_eigenbasis: bool = True,
-    max_precond_dim: int = 10000,
+    max_precond_dim: int | None = None,
     shampoo_beta: float | None = None,
     adam_learning_rate: optax.ScalarOrSchedule | None = None,
     mu_dtype=None,
@@ -99,12 +111,27 @@ def soap(
     (first update initialises the bases; refresh every ``precondition_frequency`` updates).
     Other leaves use ``optax.adamw`` with ``(b1, b2, eps, weight_decay)`` (the SOAP code
     leaves 1-D parameters unrotated by default, i.e. Adam). Arguments have the ranges of
-    :func:`deva_schatten`; ``adam_learning_rate`` defaults to ``learning_rate``.
+    :func:`deva_schatten` (``precondition_frequency`` and ``max_precond_dim`` default to
+    ``None``: 10 and 10000); ``adam_learning_rate`` defaults to ``learning_rate``. ``update``
+    raises a ``ValueError`` naming the leaf when the updates and the params (or the state)
+    disagree in tree structure or leaf shape.
+
+    Under ``optax.inject_hyperparams`` the floats are injectable; the static ints
+    ``precondition_frequency`` and ``max_precond_dim`` need nothing when left at ``None``, and
+    each one passed goes in ``static_args``, e.g. ``optax.inject_hyperparams(soap,
+    static_args=("precondition_frequency", "max_precond_dim"))(1e-2,
+    precondition_frequency=5, max_precond_dim=512)`` (a missing one raises a ``ValueError``
+    under ``jit`` naming all of them and the ``static_args`` to pass). Give ``mu_dtype`` as
+    ``jnp.dtype(...)`` or in ``static_args`` (a scalar type is callable and would be taken for
+    a schedule).
 
     References:
       Nikhil Vyas, Depen Morwani, Rosie Zhao, Itai Shapira, David Brandfonbrener, Lucas Janson,
       Sham Kakade, "SOAP: Improving and Stabilizing Shampoo using Adam", arXiv:2409.11321.
     """
+    precondition_frequency, max_precond_dim = check_static_ints(
+        "soap", precondition_frequency=(precondition_frequency, _PRECONDITION_FREQUENCY),
+        max_precond_dim=(max_precond_dim, _MAX_PRECOND_DIM))
     check_float("learning_rate", learning_rate)
     check_float("adam_learning_rate", adam_learning_rate, allow_none=True)
     check_float("weight_decay", weight_decay, strict=False, allow_schedule=False)
@@ -116,9 +143,9 @@ def soap(
         "soap": _lr_chain(direction, weight_decay, learning_rate),
         "adam": optax.adamw(lr_adam, b1, b2, eps, weight_decay=weight_decay, mu_dtype=mu_dtype),
     }
-    return optax.partition(
+    return with_shape_check(optax.partition(
         transforms, lambda params: jax.tree.map(
-            lambda p: "soap" if jnp.ndim(p) == 2 else "adam", params))
+            lambda p: "soap" if jnp.ndim(p) == 2 else "adam", params)), "soap")
 
 
 def _scale_by_sign_momentum(b1, mu_dtype) -> optax.GradientTransformationExtraArgs:
@@ -133,7 +160,9 @@ def _scale_by_sign_momentum(b1, mu_dtype) -> optax.GradientTransformationExtraAr
                              params))
 
     def update_fn(updates, state, params=None, **extra_args):
-        del params, extra_args
+        del extra_args
+        check_same_shapes("updates", updates, "params", params, context="signum")
+        check_same_shapes("updates", updates, "state.ema", state.ema, context="signum")
 
         def leaf(g, m):
             ct = _ct(jnp.promote_types(m.dtype, g.dtype))
@@ -163,10 +192,13 @@ def signum(
     Equals :func:`deva_linf` with the variance factor :math:`\gamma` replaced by 1.
     ``mu_dtype`` (keyword-only, default ``None``): dtype of :math:`m`; ``None`` keeps it in the
     compute dtype (float32 for 16-bit params, else the param dtype). Updates keep the
-    gradients' dtype.
+    gradients' dtype; a mismatch of tree structure or leaf shape between the updates, the
+    params and the state raises a ``ValueError`` naming the leaf. Under
+    ``optax.inject_hyperparams`` the floats are injectable; give ``mu_dtype`` as
+    ``jnp.dtype(...)`` or in ``static_args``.
     """
     check_float("learning_rate", learning_rate)
     check_unit_interval("b1", b1)
     check_float("weight_decay", weight_decay, strict=False, allow_schedule=False)
-    mu_dtype = _check_dtype("mu_dtype", mu_dtype)
+    mu_dtype = check_float_dtype("mu_dtype", mu_dtype)
     return _lr_chain(_scale_by_sign_momentum(b1, mu_dtype), weight_decay, learning_rate)

@@ -34,11 +34,13 @@ import optax
 
 from jaxopt_icml.hyperparams import (
     check_bool,
+    check_float_dtype,
     check_static_int,
     check_unit_interval,
     compute_dtype,
     resolve,
 )
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "newton_schulz",
@@ -51,6 +53,13 @@ PyTree = Any
 #: Quintic Newton-Schulz coefficients (a, b, c) of Muon (Jordan et al., 2024), also used by the
 #: official DeVA code: x <- a x + (b A + c A^2) x with A = x x^T.
 NS_COEFFS = (3.4445, -4.7750, 2.0315)
+
+# Defaults of the static ints of DeVA's Schatten form and SOAP. The constructors take ``None``
+# for "the default", so that ``optax.inject_hyperparams`` (which turns every int it is given
+# into a traced array) leaves them alone unless the caller sets them.
+_PRECONDITION_FREQUENCY = 10
+_MAX_PRECOND_DIM = 10000
+_NS_STEPS = 5
 
 
 class ScaleByEigenbasisState(NamedTuple):
@@ -81,18 +90,6 @@ class ScaleByEigenbasisState(NamedTuple):
 
 
 # --------------------------------------------------------------------------- validation
-
-
-def _check_dtype(name, value):
-    if value is None:
-        return None
-    try:
-        dt = jnp.dtype(value)
-    except TypeError:
-        raise ValueError(f"{name} must be None or a floating dtype, got {value!r}") from None
-    if not jnp.issubdtype(dt, jnp.floating):
-        raise ValueError(f"{name} must be None or a floating dtype, got {value!r}")
-    return dt
 
 
 # --------------------------------------------------------------------------- helpers
@@ -229,7 +226,9 @@ def _eigenbasis_transform(
                                       *(treedef.unflatten(out[k]) for k in out))
 
     def update_fn(updates, state, params=None, **extra_args):
-        del params, extra_args
+        del extra_args
+        check_same_shapes("updates", updates, "params", params, context=name)
+        check_same_shapes("updates", updates, "state.mu", state.mu, context=name)
         g_leaves, treedef = jax.tree.flatten(updates)
         fields = [treedef.flatten_up_to(getattr(state, k))
                   for k in ScaleByEigenbasisState._fields[1:]]
@@ -306,4 +305,4 @@ def _check_eigenbasis_static(precondition_frequency, use_eigenbasis, max_precond
     check_bool("bias_correction", bias_correction)
     if shampoo_beta is not None:
         check_unit_interval("shampoo_beta", shampoo_beta)
-    return freq, dim, _check_dtype("mu_dtype", mu_dtype)
+    return freq, dim, check_float_dtype("mu_dtype", mu_dtype)

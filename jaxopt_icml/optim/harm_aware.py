@@ -42,6 +42,7 @@ from jaxopt_icml.hyperparams import (
     leaf_dtype,
     to_compute,
 )
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "harm_aware",
@@ -59,6 +60,12 @@ PyTree = Any
 _MODES = ("last_layer", "full")
 _APPLY_TO = (None, "last_layer", "all")
 _POWER_ITERS = 20
+#: ``num_iters`` of the transformations when it is left at ``None`` (a ``None`` default, not an
+#: int, so that ``optax.inject_hyperparams`` does not turn it into a traced array).
+_NUM_ITERS = 50
+_INJECT_HINT = ("under optax.inject_hyperparams, which takes every callable for a schedule and "
+                "turns every int into an array, pass static_args=('head',) (and 'num_iters' "
+                "when you give it)")
 
 
 class HarmDualSolution(NamedTuple):
@@ -115,11 +122,18 @@ def _check_static(mode, head, num_iters, apply_to, accelerated, axis_name):
         raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
     if mode == "last_layer" and not callable(head):
         raise ValueError("head must be a callable params -> (kernel, bias) (bias may be None) "
-                         f"for mode='last_layer', got {head!r}")
+                         f"for mode='last_layer', got {head!r}; {_INJECT_HINT}")
     if mode == "full" and head is not None:
         raise ValueError(f"head must be None for mode='full' (per_sample_grads cover every "
                          f"parameter), got {head!r}")
-    k = check_static_int("num_iters", num_iters, low=1)
+    if isinstance(num_iters, jax.core.Tracer):
+        names = ("head", "num_iters") if mode == "last_layer" else ("num_iters",)
+        raise ValueError("num_iters must be a static int >= 1 (it fixes the solver's loop "
+                         "length), got a traced array: optax.inject_hyperparams turns an int "
+                         f"it is given into one; pass static_args={names!r} to "
+                         "optax.inject_hyperparams, or leave num_iters out (its default is "
+                         "static)")
+    k = check_static_int("num_iters", _NUM_ITERS if num_iters is None else num_iters, low=1)
     if apply_to not in _APPLY_TO:
         raise ValueError(f"apply_to must be one of {_APPLY_TO}, got {apply_to!r}")
     if mode == "full" and apply_to == "last_layer":
@@ -412,7 +426,7 @@ def scale_by_harm_aware(
     *,
     mode: str = "last_layer",
     head: Callable[[PyTree], tuple] | None = None,
-    num_iters: int = 50,
+    num_iters: int | None = None,
     margin: float = 0.0,
     ridge: float = 0.0,
     apply_to: str | None = None,
@@ -441,6 +455,7 @@ def scale_by_harm_aware(
     def update_fn(updates, state, params=None, *, harm_stats=None, per_sample_grads=None,
                   weighted_grad_fn=None, **extra_args):
         del extra_args
+        check_same_shapes("updates", updates, "params", params, context="scale_by_harm_aware")
         d, diag = step(updates, state.count, params, harm_stats, per_sample_grads,
                        weighted_grad_fn)
         return d, ScaleByHarmAwareState(**diag)
@@ -456,7 +471,7 @@ def harm_aware(
     *,
     mode: str = "last_layer",
     head: Callable[[PyTree], tuple] | None = None,
-    num_iters: int = 50,
+    num_iters: int | None = None,
     margin: float = 0.0,
     ridge: float = 0.0,
     apply_to: str | None = None,
@@ -502,10 +517,17 @@ def harm_aware(
     ``per_sample_grads``) may come from the mean loss as well as from the per-sample losses
     (except with ``apply_to="all"``, see above).
 
-    Wrappers: works in ``optax.chain``, ``inject_hyperparams`` (the base's hyperparameters and
-    ``margin``/``ridge`` are injectable), ``MultiSteps``, ``apply_if_finite``, ``masked`` (the
+    Wrappers: works in ``optax.chain``, ``MultiSteps``, ``apply_if_finite``, ``masked`` (the
     callables ``head``/``harm_stats``/``per_sample_grads`` then receive the masked sub-tree;
-    give ``per_sample_grads`` as a callable there), with a schedule in the base optimizer.
+    give ``per_sample_grads`` as a callable there), with a schedule in the base optimizer, and
+    in ``optax.inject_hyperparams``, which takes every callable argument for a schedule: pass
+    ``head`` in ``static_args``, ``optax.inject_hyperparams(harm_aware,
+    static_args=("head",))(base, head=head, margin=0.1)``, which injects ``margin`` and
+    ``ridge`` (add ``"num_iters"`` to ``static_args`` when you give ``num_iters``: the wrapper
+    turns every int it is given into an array). The base optimizer's own hyperparameters are
+    injected by wrapping the base, ``harm_aware(optax.inject_hyperparams(optax.sgd)(0.1),
+    head=head)``. ``update`` raises a ``ValueError`` naming the leaf when the updates and the
+    params disagree in tree structure or leaf shape.
 
     Args:
       base_optimizer: any ``optax.GradientTransformation`` (e.g. ``optax.sgd(lr,
@@ -514,9 +536,10 @@ def harm_aware(
       mode: ``"last_layer"`` (default) or ``"full"``. Static. All arguments from here on are
         keyword-only.
       head: for ``mode="last_layer"``, a callable ``tree -> (kernel, bias)`` (required);
-        ``None`` for ``"full"``. Static.
-      num_iters: dual iterations, static int ``>= 1`` (default 50; 300 solves the QP to
-        :math:`10^{-4}` in cosine on the experiment's batches).
+        ``None`` for ``"full"``. Static (in ``static_args`` under
+        ``optax.inject_hyperparams``).
+      num_iters: dual iterations, static int ``>= 1`` (default ``None``: 50; 300 solves the QP
+        to :math:`10^{-4}` in cosine on the experiment's batches).
       margin: :math:`\mu \ge 0` (default 0): the constraint :math:`g_i^\top d \ge
         \mu\|g_i\|\|u\|` asks for a first-order decrease, not just no increase (curvature then
         still leaves the loss decreasing). Float (injectable).
@@ -599,6 +622,7 @@ def harm_aware(
 
     def update_fn(updates, state, params=None, *, harm_stats=None, per_sample_grads=None,
                   weighted_grad_fn=None, **extra_args):
+        check_same_shapes("updates", updates, "params", params, context="harm_aware")
         delta, base_state = base.update(updates, state.base_state, params, **extra_args)
         neg = jax.tree.map(lambda x: -x, delta)  # gradient sign: u = -Delta (times 1/eta)
         d, diag = step(neg, state.count, params, harm_stats, per_sample_grads,

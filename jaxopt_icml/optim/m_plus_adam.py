@@ -26,7 +26,13 @@ import jax.numpy as jnp
 import ml_dtypes
 import optax
 
-from jaxopt_icml.hyperparams import check_float, check_unit_interval, compute_dtype, resolve
+from jaxopt_icml.hyperparams import (
+    check_float,
+    check_float_dtype,
+    check_unit_interval,
+    compute_dtype,
+    resolve,
+)
 from jaxopt_icml.optim.formats import (
     FORMATS,
     _as_stored,
@@ -36,6 +42,7 @@ from jaxopt_icml.optim.formats import (
     _round_values,
     tensor_scale,
 )
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "m_plus_adam",
@@ -53,6 +60,8 @@ _LN2 = math.log(2.0)
 def _check_common(eps, w_max, param_dtype, state_dtype, rounding, per_tensor_scale, key):
     check_float("eps", eps, allow_schedule=False)
     check_float("w_max", w_max, allow_none=True, allow_schedule=False)
+    for name, value in (("param_dtype", param_dtype), ("state_dtype", state_dtype)):
+        check_float_dtype(name, value)  # refuses the array inject_hyperparams makes of a type
     fmt = None if param_dtype is None else _format(param_dtype, "param_dtype")
     sdt = None
     if state_dtype is not None:
@@ -302,10 +311,17 @@ def m_plus_adam(
         decomposition; its additive step scales with :math:`2^e`). Static.
       key: PRNG key for ``rounding="stochastic"``, kept in the state and split at every update.
 
+    Wrappers: under ``optax.inject_hyperparams`` the floats (``learning_rate_add``,
+    ``learning_rate_mul``, ``b1``, ``b2``, ``eps`` and the caps) are injectable and nothing
+    needs ``static_args``, except ``param_dtype``/``state_dtype`` when given as scalar types
+    such as ``jnp.bfloat16``: a type is callable and the wrapper would take it for a schedule,
+    so give ``jnp.dtype(jnp.bfloat16)`` or list it in ``static_args``.
+
     Returns:
       An ``optax.GradientTransformationExtraArgs``; ``update(grads, state, params, **extra)``
-      requires ``params`` and returns updates in each leaf's dtype. State:
-      :class:`MPlusAdamState`.
+      requires ``params`` and returns updates in each leaf's dtype; it raises a
+      ``ValueError`` naming the leaf when the updates, the params and the state disagree in
+      tree structure or leaf shape. State: :class:`MPlusAdamState`.
 
     Example:
       >>> import jax, jax.numpy as jnp, optax
@@ -375,6 +391,9 @@ def m_plus_adam(
         del extra_args
         if params is None:
             raise ValueError("m_plus_adam needs params: call update(grads, state, params)")
+        check_same_shapes("updates", updates, "params", params, context="m_plus_adam")
+        check_same_shapes("updates", updates, "state.mu_add", state.mu_add,
+                          context="m_plus_adam")
         leaves, treedef = jax.tree.flatten(updates)
         ws, ma, va, mm, vm = _flatten_like(treedef, params, state.mu_add, state.nu_add,
                                            state.mu_mul, state.nu_mul)
@@ -460,7 +479,8 @@ def madam(
         :func:`m_plus_adam` (``max_rel_step`` caps :math:`\eta|g^*|`, natural-log units).
 
     Returns:
-      An ``optax.GradientTransformationExtraArgs`` (needs ``params``) with state
+      An ``optax.GradientTransformationExtraArgs`` (needs ``params``; the same shape checks
+      and use under ``optax.inject_hyperparams`` as :func:`m_plus_adam`) with state
       :class:`MadamState`.
 
     Example:
@@ -499,6 +519,8 @@ def madam(
         del extra_args
         if params is None:
             raise ValueError("madam needs params: call update(grads, state, params)")
+        check_same_shapes("updates", updates, "params", params, context="madam")
+        check_same_shapes("updates", updates, "state.nu", state.nu, context="madam")
         leaves, treedef = jax.tree.flatten(updates)
         ws, vs = _flatten_like(treedef, params, state.nu)
         new_key, keys = _leaf_keys(state.key, len(leaves))

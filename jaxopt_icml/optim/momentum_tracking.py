@@ -74,6 +74,7 @@ import optax
 
 from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_choice, check_float, check_unit_interval, compute_dtype
+from jaxopt_icml.trees import with_shape_check
 
 __all__ = [
     "tracking_optimizer",
@@ -144,7 +145,11 @@ def tracking_optimizer(method: str, learning_rate: optax.ScalarOrSchedule,
 
     Returns:
       ``optax.sgd(...)``: ``optax.sgd(eta)`` for SGD, ``optax.sgd(eta, momentum=beta)`` for
-      heavy ball, ``optax.sgd(eta, momentum=beta, nesterov=True)`` for Nesterov.
+      heavy ball, ``optax.sgd(eta, momentum=beta, nesterov=True)`` for Nesterov (same init,
+      state and updates), whose ``update`` first checks that the updates and the params (when
+      given) agree in tree structure and leaf shapes, raising a ``ValueError`` that names the
+      leaf (a trace-time check). Under ``optax.inject_hyperparams`` ``learning_rate`` and
+      ``momentum`` are injectable.
 
     Example:
       >>> tx = tracking_optimizer("heavy_ball", 0.05, 0.9, matched_step=True)  # eta = 0.005
@@ -166,14 +171,16 @@ def tracking_optimizer(method: str, learning_rate: optax.ScalarOrSchedule,
     if not isinstance(matched_step, bool):
         raise ValueError(f"matched_step must be a bool, got {matched_step!r}")
     if method == "sgd":
-        return optax.sgd(learning_rate)
+        return with_shape_check(optax.sgd(learning_rate), "tracking_optimizer")
     lr = learning_rate
     if matched_step:
         if callable(learning_rate):
             lr = lambda count: learning_rate(count) * (1.0 - momentum)
         else:
             lr = learning_rate * (1.0 - momentum)
-    return optax.sgd(lr, momentum=momentum, nesterov=method == "nesterov")
+    return with_shape_check(optax.sgd(lr, momentum=momentum, nesterov=method == "nesterov"),
+                            "tracking_optimizer")
+
 
 
 # --------------------------------------------------------------------------- the loop

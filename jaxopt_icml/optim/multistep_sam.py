@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxopt_icml.hyperparams import check_float, compute_dtype, leaf_dtype, to_compute
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "multistep_sam",
@@ -30,6 +31,11 @@ __all__ = [
 ]
 
 PyTree = Any
+
+#: ``inner_steps`` when it is left at ``None``. The default is ``None`` rather than this int so
+#: that ``optax.inject_hyperparams``, which turns every int it is given into a traced array,
+#: leaves it alone.
+_INNER_STEPS = 3
 
 
 class ScaleByMultiStepSAMState(NamedTuple):
@@ -64,12 +70,16 @@ class MultiStepSAMState(NamedTuple):
 
 
 def _check_static(inner_steps, warm_start, normalize, axis_name, eps):
+    if inner_steps is None:
+        inner_steps = _INNER_STEPS
     if isinstance(inner_steps, bool):
         raise ValueError(f"inner_steps must be an int >= 1, got {inner_steps!r}")
     if isinstance(inner_steps, jax.core.Tracer):
         raise ValueError(
-            "inner_steps must be a static int >= 1 (it fixes the loop length); under "
-            "optax.inject_hyperparams pass static_args=('inner_steps',)"
+            "inner_steps must be a static int >= 1 (it fixes the loop length), got a traced "
+            "array: optax.inject_hyperparams turns an int it is given into one; pass "
+            "static_args=('inner_steps',) to optax.inject_hyperparams, or leave inner_steps "
+            "out (its default is static)"
         )
     try:
         k = int(inner_steps)
@@ -119,7 +129,7 @@ def _perturb(params, delta):
 def scale_by_multistep_sam(
     rho: optax.ScalarOrSchedule = 0.05,
     *,
-    inner_steps: int = 3,
+    inner_steps: int | None = None,
     inner_lr: optax.ScalarOrSchedule | None = None,
     warm_start: bool = True,
     normalize: bool = True,
@@ -157,6 +167,11 @@ def scale_by_multistep_sam(
                              "grad_fn=...)")
         if grad_fn is None or not callable(grad_fn):
             raise ValueError("multistep_sam needs grad_fn(params, i) -> grads as a keyword")
+        # trace-time checks (shapes are static): a mismatch would otherwise surface as a
+        # lax.cond type error or a broadcast
+        check_same_shapes("updates", updates, "params", params, context="multistep_sam")
+        check_same_shapes("updates", updates, "state.delta", state.delta,
+                          context="multistep_sam")
 
         def oracle(delta, i):
             g = grad_fn(_perturb(params, delta), i)
@@ -215,7 +230,7 @@ def multistep_sam(
     base_optimizer: optax.GradientTransformation,
     rho: optax.ScalarOrSchedule = 0.05,
     *,
-    inner_steps: int = 3,
+    inner_steps: int | None = None,
     inner_lr: optax.ScalarOrSchedule | None = None,
     warm_start: bool = True,
     normalize: bool = True,
@@ -252,10 +267,14 @@ def multistep_sam(
     optax.sgd(rho)), sync_period=2, opaque_mode=True)`` bitwise (tested). Unlike optax with
     ``sync_period = K + 1``, the iterates are projected, so :math:`\|\Delta\| \le \rho` always.
 
-    Wrappers: works inside ``optax.chain``, ``inject_hyperparams`` (``rho``, ``inner_lr`` and
-    ``eps`` are injectable; pass ``static_args=("inner_steps",)`` if ``inner_steps`` is given to
-    the wrapped factory, since an injected int cannot fix a loop length), ``MultiSteps``,
-    ``apply_if_finite`` and ``masked``. Under ``masked`` the ascent and ``grad_fn`` see only the
+    Wrappers: works inside ``optax.chain``, ``MultiSteps``, ``apply_if_finite``, ``masked``
+    and ``optax.inject_hyperparams``: ``optax.inject_hyperparams(multistep_sam)(base,
+    rho=0.05)`` injects ``rho``, ``eps`` and a float ``inner_lr`` and needs no
+    ``static_args`` while ``inner_steps`` is left at its default; when ``inner_steps`` is
+    given, pass ``optax.inject_hyperparams(multistep_sam, static_args=("inner_steps",))(base,
+    rho=0.05, inner_steps=5)``, since the wrapper turns every int it is given into an array
+    and an array cannot fix a loop length (without it, the first jitted update raises a
+    ``ValueError`` saying so). Under ``masked`` the ascent and ``grad_fn`` see only the
     masked subtree (optax replaces the other leaves by ``MaskedNode``), so ``grad_fn`` must
     accept that subtree, e.g. by closing over the frozen leaves; the same holds for
     ``optax.contrib.sam``.
@@ -275,8 +294,8 @@ def multistep_sam(
         (other than ``grad_fn``) are forwarded to it.
       rho: radius :math:`\rho \ge 0` of the perturbation ball; a float (injectable with
         ``optax.inject_hyperparams``) or a schedule of the update count. Default 0.05.
-      inner_steps: ``K >= 1`` ascent steps per update (default 3). Static int (fixes the loop
-        length). This and all following arguments are keyword-only.
+      inner_steps: ``K >= 1`` ascent steps per update (default ``None``: 3). Static int (fixes
+        the loop length). This and all following arguments are keyword-only.
       inner_lr: ascent step :math:`\alpha > 0`; ``None`` (default) uses ``rho``. Float or
         schedule.
       warm_start: start the ascent from the previous :math:`\Delta_K` re-projected onto the
@@ -293,7 +312,9 @@ def multistep_sam(
     Returns:
       An ``optax.GradientTransformationExtraArgs`` whose
       ``update(grads, state, params, *, grad_fn, **extra)`` requires ``params`` and
-      ``grad_fn(params, i) -> grads``; its state is :class:`MultiStepSAMState`
+      ``grad_fn(params, i) -> grads`` and raises a ``ValueError`` naming the leaf when the
+      updates, the params and the state disagree in tree structure or leaf shape; its state
+      is :class:`MultiStepSAMState`
       ``(base_state, delta, count)``. ``delta`` is stored in float32 for 16-bit params and in
       the param dtype otherwise; all ascent arithmetic happens in that dtype and the returned
       updates have the dtype of ``grads``.

@@ -183,6 +183,32 @@ def test_per_example_rejects_bad_shapes():
         tx.update({"w": jnp.ones((4, 2)), "b": jnp.ones((4,))}, tx.init(params), params)
 
 
+@pytest.mark.parametrize("make,lead", [(lambda: clipped_sgd(0.1, 1.0), ()),
+                                       (lambda: scale_by_clipped_sgd(1.0), ()),
+                                       (lambda: clipped_sgd(0.1, 1.0, per_example=True), (5,))],
+                         ids=["clipped_sgd", "scale_by_clipped_sgd", "per_example"])
+def test_mismatched_updates_raise_value_error_naming_the_leaf(make, lead):
+    """Reported: (4,) updates for (3,) params passed silently (returning (4,) updates). With
+    params given, a leaf shape (after the example axis ``lead`` in per-example mode) or a tree
+    structure that differs raises a ValueError naming the leaf, also under jit."""
+    tx = make()
+    params = {"a": jnp.zeros(3), "b": {"c": jnp.zeros((2, 2))}}
+    state = tx.init(params)
+    good = jax.tree.map(lambda p: jnp.ones(lead + p.shape), params)
+    bad = {**good, "a": jnp.ones(lead + (4,))}
+    leaf = r"\['a'\]: shape \(4,\) vs \(3,\)"
+    with pytest.raises(ValueError, match=r"and params disagree at leaf " + leaf):
+        tx.update(bad, state, params)
+    with pytest.raises(ValueError, match=leaf):
+        jax.jit(tx.update)(bad, state, params)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        tx.update({**good, "extra": jnp.ones(lead + (1,))}, state, params)
+    assert "'extra'" in str(err.value)
+    # without params there is nothing to compare with: the updates keep their shapes
+    u, _ = tx.update(bad, state)
+    assert u["a"].shape == (4,)
+
+
 # --------------------------------------------------------------------------- dtypes, edges
 
 

@@ -381,6 +381,66 @@ def test_static_settings_are_keyword_only():
         delayed_muon(1e-2, 0.95, 1.0, "zero")
 
 
+# --------------------------------------------------------------------------- shapes, inject
+
+_SHAPE_CASES = {
+    "one_step_delay": lambda: one_step_delay(optax.sgd(0.1, momentum=0.9)),
+    "delay_correction": lambda: delay_correction(1.0),
+    "delayed_muon": lambda: delayed_muon(2e-2),
+    "delayed_adamw": lambda: delayed_adamw(1e-2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SHAPE_CASES))
+def test_mismatched_updates_raise_value_error_naming_the_leaf(name):
+    """Updates whose leaf shape or tree structure differs from the params, or from the
+    params the state was made for, raise a ValueError naming the leaf (trace time, also under
+    jit) instead of a broadcasting error or a silent broadcast."""
+    tx = _SHAPE_CASES[name]()
+    params = {"w": jnp.ones((3, 2)), "b": jnp.full((3,), 0.5)}
+    state = tx.init(params)
+    good = jax.tree.map(jnp.ones_like, params)
+    bad = {**good, "b": jnp.ones(4)}
+    leaf = r"\['b'\]: shape \(4,\) vs \(3,\)"
+    with pytest.raises(ValueError, match=r"updates and params disagree at leaf " + leaf):
+        tx.update(bad, state, params)
+    with pytest.raises(ValueError, match=leaf):
+        jax.jit(tx.update)(bad, state, params)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        tx.update({**good, "extra": jnp.ones(2)}, state, params)
+    assert "'extra'" in str(err.value)
+    other = {**params, "b": jnp.ones(4)}
+    with pytest.raises(ValueError, match=r"updates and state\.\w+ disagree at leaf " + leaf):
+        tx.update(jax.tree.map(jnp.ones_like, other), state, other)
+
+
+def test_inject_hyperparams_delayed_muon_default_ns_steps_needs_no_static_args():
+    """optax.inject_hyperparams(delayed_muon) used to fail under jit on the int default of
+    ns_steps. Left out, it needs no static_args (learning_rate, beta, gamma injected) and the
+    run is the documented chain of optax.contrib.muon (ns_steps=5) under the delay and the
+    correction; given, ns_steps goes in static_args, and without it the error says so."""
+    params = {"w": jnp.asarray(np.arange(12.0).reshape(4, 3) / 10), "b": jnp.ones(3)}
+    loss = lambda p: jnp.sum(jnp.cos(p["w"])) + jnp.sum((p["b"] - 2.0) ** 2)  # noqa: E731
+
+    def run(tx, steps=3):
+        upd = jax.jit(tx.update)
+        p, s = params, tx.init(params)
+        for _ in range(steps):
+            u, s = upd(jax.grad(loss)(p), s, p)
+            p = optax.apply_updates(p, u)
+        return p, s
+
+    ref, _ = run(optax.chain(one_step_delay(optax.contrib.muon(2e-2, ns_steps=5, beta=0.95)),
+                             delay_correction(1.0)))
+    got, s = run(optax.inject_hyperparams(delayed_muon)(2e-2))
+    assert set(s.hyperparams) >= {"learning_rate", "beta", "gamma"}
+    assert "ns_steps" not in s.hyperparams
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7), got, ref)
+    run(optax.inject_hyperparams(delayed_muon, static_args=("ns_steps",))(2e-2, ns_steps=3), 1)
+    with pytest.raises(ValueError, match=r"ns_steps.*static_args=\('ns_steps',\)"):
+        run(optax.inject_hyperparams(delayed_muon)(2e-2, ns_steps=3), 1)
+
+
 # --------------------------------------------------------------------------- pipeline, theory
 
 

@@ -3,6 +3,8 @@ baselines (SOAP, signum, Newton-Schulz) and the experiment's QUICK claims."""
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -17,7 +19,7 @@ from jaxopt_icml.optim.deva import (
     scale_by_deva_linf,
     scale_by_deva_schatten,
 )
-from jaxopt_icml.optim.deva_baselines import signum, soap
+from jaxopt_icml.optim.deva_baselines import scale_by_soap, signum, soap
 from jaxopt_icml.optim.eigenbasis import newton_schulz, polar_svd
 from jaxopt_icml.testing import TransformationCase
 
@@ -490,6 +492,138 @@ def test_static_settings_are_keyword_only():
         deva_schatten(1e-3, 0.9, 0.9, 1e-8, 0.0, 10)
     with pytest.raises(TypeError):
         deva_linf(1e-3, 0.9, 0.9, 1e-5, 0.0, True)
+
+
+# --------------------------------------------------------------------------- shapes, inject
+
+
+def _vec(*shape):
+    return jnp.ones(shape)
+
+
+# (name, constructor, params, leaf to break, its wrong shape, checked against the state when
+# params is None). soap's broken leaf is 1-D: it goes to the optax.adamw partition, which
+# broadcast it before (a raw TypeError); the others' moment trees are checked too.
+_SHAPE_CASES = [
+    # (without params, deva's weight decay on the matrices asks for them first)
+    ("deva", lambda: deva(1e-2), {"w": _vec(3, 2), "b": _vec(3)}, "b", (4,), False),
+    ("deva_matrix", lambda: deva(1e-2), {"w": _vec(3, 2), "b": _vec(3)}, "w", (4, 2), True),
+    ("deva_linf", lambda: deva_linf(1e-2), {"w": _vec(3), "b": _vec(2)}, "w", (4,), True),
+    ("scale_by_deva_linf", scale_by_deva_linf, {"w": _vec(3), "b": _vec(2)}, "w", (4,), True),
+    ("deva_schatten", lambda: deva_schatten(1e-2), {"w": _vec(3, 2), "v": _vec(2, 2)}, "w",
+     (4, 2), True),
+    ("scale_by_deva_schatten", scale_by_deva_schatten, {"w": _vec(3, 2), "v": _vec(2, 2)}, "v",
+     (2, 3), True),
+    ("soap", lambda: soap(1e-2), {"w": _vec(3, 2), "b": _vec(3)}, "b", (4,), False),
+    ("scale_by_soap", scale_by_soap, {"w": _vec(3, 2), "v": _vec(2, 2)}, "w", (4, 2), True),
+    ("signum", lambda: signum(0.1), {"w": _vec(3), "b": _vec(2)}, "w", (4,), True),
+]
+
+
+@pytest.mark.parametrize("case", _SHAPE_CASES, ids=[c[0] for c in _SHAPE_CASES])
+def test_mismatched_updates_raise_value_error_naming_the_leaf(case):
+    """Updates whose leaf shape or tree structure differs from the params (or, without params,
+    from the state's moments) raise a ValueError that names the leaf, at trace time."""
+    _, make, params, leaf, shape, checks_state = case
+    tx = make()
+    state = tx.init(params)
+    good = jax.tree.map(jnp.ones_like, params)
+    bad = {**good, leaf: jnp.ones(shape)}
+    expected = rf"\['{leaf}'\]: shape {re.escape(str(shape))} vs " \
+               rf"{re.escape(str(params[leaf].shape))}"
+    with pytest.raises(ValueError, match=r"updates and params disagree at leaf " + expected):
+        tx.update(bad, state, params)
+    with pytest.raises(ValueError, match=expected):
+        jax.jit(tx.update)(bad, state, params)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        tx.update({**good, "extra": jnp.ones((2, 2))}, state, params)
+    assert "'extra'" in str(err.value)
+    if checks_state:
+        with pytest.raises(ValueError, match=r"updates and state\.\w+ disagree at leaf " +
+                           expected):
+            tx.update(bad, state)
+
+
+def _run_64(tx, w0, steps):
+    with jax.enable_x64(True):
+        out, _ = _run(tx, jnp.asarray(w0), steps)
+    return out
+
+
+def test_inject_hyperparams_deva_with_default_static_ints_needs_no_static_args():
+    """Reported: deva under optax.inject_hyperparams needed precondition_frequency,
+    max_precond_dim and ns_steps in static_args (undocumented). Left out, they need nothing
+    (learning_rate, b1, ... injected); the trajectory follows the NumPy re-derivation of the
+    Schatten form with the default refresh period 10."""
+    lr, w0 = 0.05, np.random.default_rng(7).normal(size=(5, 4))
+    ref = _np_deva_schatten_run(w0, _quad_grad_np, 4, lr, 0.95, 0.95, 1e-8, 0.01, 10, True,
+                                True)
+    with jax.enable_x64(True):
+        tx = optax.inject_hyperparams(deva)(learning_rate=lr)
+        assert "precondition_frequency" not in tx.init(jnp.asarray(w0)).hyperparams
+    for a, b in zip(_run_64(tx, w0, 4), ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+
+
+def test_inject_hyperparams_deva_static_ints_recipe_and_error():
+    """Given explicitly, the static ints go in static_args (the docstring's recipe, checked
+    against NumPy); missing, ONE ValueError names all of them and the exact static_args."""
+    lr, w0 = 0.05, np.random.default_rng(7).normal(size=(5, 4))
+    ints = dict(precondition_frequency=2, ns_steps=5, max_precond_dim=100)
+    names = ("precondition_frequency", "ns_steps", "max_precond_dim")
+    ref = _np_deva_schatten_run(w0, _quad_grad_np, 5, lr, 0.95, 0.95, 1e-8, 0.01, 2, True, True)
+    with jax.enable_x64(True):
+        tx = optax.inject_hyperparams(deva, static_args=names)(lr, **ints)
+    for a, b in zip(_run_64(tx, w0, 5), ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-10)
+    for factory in (deva, deva_schatten, scale_by_deva_schatten):
+        tx = optax.inject_hyperparams(factory)(**ints)
+        w = jnp.ones((3, 2))
+        with pytest.raises(ValueError) as err:
+            jax.jit(tx.update)(w, tx.init(w), w)
+        msg = str(err.value)
+        assert all(n in msg for n in names), msg
+        assert f"static_args={names!r}" in msg, msg
+    # only the ones given are traced, and only those are asked for
+    tx = optax.inject_hyperparams(deva)(lr, ns_steps=3)
+    w = jnp.ones((3, 2))
+    with pytest.raises(ValueError, match=re.escape("static_args=('ns_steps',)")):
+        jax.jit(tx.update)(w, tx.init(w), w)
+
+
+def test_inject_hyperparams_soap_default_recipe_and_error():
+    """SOAP likewise: with the static ints left out it injects as is; given, the documented
+    static_args work; missing, one ValueError names both. Without rotation SOAP is AdamW
+    (the independent reference)."""
+    params = {"w": jnp.asarray(np.random.default_rng(10).normal(size=(5, 4)), jnp.float32),
+              "b": jnp.zeros(4)}
+    loss = lambda p: _quad_loss(p["w"]) + jnp.sum((p["b"] - 1.0) ** 2)  # noqa: E731
+    ref, _ = _run(optax.adamw(0.01, 0.9, 0.99, 1e-12, weight_decay=0.1), params, 4, loss)
+    names = ("precondition_frequency", "max_precond_dim")
+    args = (0.01, 0.9, 0.99, 1e-12, 0.1)
+    for tx in (optax.inject_hyperparams(soap)(*args, use_eigenbasis=False),
+               optax.inject_hyperparams(soap, static_args=names)(
+                   *args, use_eigenbasis=False, precondition_frequency=3, max_precond_dim=64)):
+        got, _ = _run(tx, params, 4, loss)
+        for x, y in zip(got, ref, strict=True):
+            jax.tree.map(lambda p, q: np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6),
+                         x, y)
+    tx = optax.inject_hyperparams(soap)(*args, precondition_frequency=3, max_precond_dim=64)
+    with pytest.raises(ValueError) as err:
+        jax.jit(tx.update)(params, tx.init(params), params)
+    assert f"static_args={names!r}" in str(err.value), str(err.value)
+
+
+def test_inject_hyperparams_rejects_a_dtype_taken_for_a_schedule():
+    """A scalar type (jnp.bfloat16) is callable, so inject_hyperparams evaluates it as a
+    schedule and passes an array: a ValueError says what to do instead of a silently wrong
+    momentum dtype; jnp.dtype(...) is the documented way."""
+    w = jnp.ones((3, 2))
+    tx = optax.inject_hyperparams(deva_linf)(1e-2, mu_dtype=jnp.bfloat16)
+    with pytest.raises(ValueError, match=r"mu_dtype.*static_args=\('mu_dtype',\)"):
+        tx.init(w)
+    tx = optax.inject_hyperparams(deva_linf)(1e-2, mu_dtype=jnp.dtype(jnp.bfloat16))
+    assert tx.init(w).inner_state[0].mu.dtype == jnp.bfloat16
 
 
 # --------------------------------------------------------------------------- experiment

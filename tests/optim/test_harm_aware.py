@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import zlib
 
 import jax
@@ -266,25 +267,26 @@ def _softmax_setup(seed, b=5, h=4, k=3):
 _HEAD = lambda t: (t["head"]["w"], t["head"]["b"])  # noqa: E731
 
 
-@pytest.mark.parametrize("margin", [0.1])
-def test_step_matches_numpy_projection_of_sgd_momentum_float64(margin):
-    """Three steps of harm-aware SGD-momentum == NumPy: heavy ball u, per-sample gradients by
-    hand, the projection by brute-force active sets."""
-    lr, mom = 0.7, 0.9
-    x, y, params, loss, stats = _softmax_setup(4)
+def _np_sgdm_projection_run(x, y, params, lr, mom, margin, steps=3):
+    """NumPy: heavy ball u, per-sample head gradients by hand, the projection by brute-force
+    active sets; the flattened (w, b) after each step."""
     w, bias = np.asarray(params["head"]["w"]), np.asarray(params["head"]["b"])
     v = np.zeros(w.size + bias.size)
     ref = []
-    for _ in range(3):
+    for _ in range(steps):
         gi = _np_head_grads(x, y, w, bias)
         v = gi.mean(0) + mom * v
         d, _ = _np_qp_bruteforce(gi, v, margin * np.linalg.norm(gi, axis=1) * np.linalg.norm(v))
         theta = np.concatenate([w.reshape(-1), bias]) - lr * d
         w, bias = theta[:w.size].reshape(w.shape), theta[w.size:]
         ref.append(theta)
+    return ref
+
+
+def _run_against(tx, params, loss, stats, ref):
+    """Runs ``tx`` (float64, jitted) and compares the flattened head with ``ref``."""
     with jax.enable_x64(True):
         params = jax.tree.map(lambda a: jnp.asarray(a, jnp.float64), params)
-        tx = harm_aware(optax.sgd(lr, momentum=mom), head=_HEAD, num_iters=2000, margin=margin)
         upd = jax.jit(lambda g, st, p: tx.update(g, st, p, harm_stats=stats(p)))
         s = tx.init(params)
         for theta in ref:
@@ -293,6 +295,19 @@ def test_step_matches_numpy_projection_of_sgd_momentum_float64(margin):
             got = np.concatenate([np.asarray(params["head"]["w"]).reshape(-1),
                                   np.asarray(params["head"]["b"])])
             np.testing.assert_allclose(got, theta, rtol=1e-6, atol=1e-8)
+    return s
+
+
+@pytest.mark.parametrize("margin", [0.1])
+def test_step_matches_numpy_projection_of_sgd_momentum_float64(margin):
+    """Three steps of harm-aware SGD-momentum == NumPy: heavy ball u, per-sample gradients by
+    hand, the projection by brute-force active sets."""
+    lr, mom = 0.7, 0.9
+    x, y, params, loss, stats = _softmax_setup(4)
+    ref = _np_sgdm_projection_run(x, y, params, lr, mom, margin)
+    with jax.enable_x64(True):
+        tx = harm_aware(optax.sgd(lr, momentum=mom), head=_HEAD, num_iters=2000, margin=margin)
+    s = _run_against(tx, params, loss, stats, ref)
     assert int(s.num_violated) >= 0 and s.count == 3
 
 
@@ -429,6 +444,66 @@ def test_axis_name_couples_the_global_batch():
     for i in range(4):
         jax.tree.map(lambda a, b, i=i: np.testing.assert_allclose(a[i], b, rtol=1e-5,
                                                                   atol=1e-7), per, ref)
+
+
+# --------------------------------------------------------------------------- shapes, inject
+
+
+@pytest.mark.parametrize("make", [lambda: harm_aware(optax.sgd(0.1, momentum=0.9), head=_HEAD),
+                                  lambda: scale_by_harm_aware(head=_HEAD)],
+                         ids=["harm_aware", "scale_by_harm_aware"])
+def test_mismatched_updates_raise_value_error_naming_the_leaf(make):
+    """Updates whose leaf shape or tree structure differs from the params raise a ValueError
+    naming the leaf, before the base optimizer broadcasts them (trace time, also in jit)."""
+    _, _, params, loss, stats = _softmax_setup(3)
+    tx = make()
+    state = tx.init(params)
+    g = jax.grad(loss)(params)
+    bad = {"head": {**g["head"], "w": jnp.ones((5, 3))}}
+    with pytest.raises(ValueError, match=r"updates and params disagree at leaf "
+                                         r"\['head'\]\['w'\]: shape \(5, 3\) vs \(4, 3\)"):
+        tx.update(bad, state, params, harm_stats=stats(params))
+    with pytest.raises(ValueError, match=r"\['head'\]\['w'\]: shape \(5, 3\) vs \(4, 3\)"):
+        jax.jit(lambda u, st: tx.update(u, st, params, harm_stats=stats(params)))(bad, state)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        tx.update({**g, "extra": jnp.ones(2)}, state, params, harm_stats=stats(params))
+    assert "'extra'" in str(err.value)
+
+
+def test_inject_hyperparams_with_the_documented_static_args():
+    """Reported: inject_hyperparams took the callable head for a schedule. The documented
+    recipe, static_args=("head",) (plus "num_iters" when it is given), works under jit:
+    margin is injected, and the run follows the NumPy projection; a num_iters given without
+    static_args raises a ValueError naming both static_args."""
+    lr, mom, margin = 0.7, 0.9, 0.1
+    x, y, params, loss, stats = _softmax_setup(4)
+    ref = _np_sgdm_projection_run(x, y, params, lr, mom, margin)
+    with jax.enable_x64(True):
+        tx = optax.inject_hyperparams(harm_aware, static_args=("head", "num_iters"))(
+            optax.sgd(lr, momentum=mom), head=_HEAD, num_iters=2000, margin=margin)
+    s = _run_against(tx, params, loss, stats, ref)
+    assert set(s.hyperparams) == {"margin", "ridge"}
+
+    # default num_iters: static_args=("head",) is all it needs; margin is injected
+    tx = optax.inject_hyperparams(harm_aware, static_args=("head",))(
+        optax.sgd(lr, momentum=mom), head=_HEAD, margin=margin)
+    plain = harm_aware(optax.sgd(lr, momentum=mom), head=_HEAD, margin=margin)
+    step = jax.jit(lambda t, g, st: t.update(g, st, params, harm_stats=stats(params)),
+                   static_argnums=0)
+    g = jax.grad(loss)(params)
+    s0 = tx.init(params)
+    u_inj, _ = step(tx, g, s0)
+    u_plain, _ = step(plain, g, plain.init(params))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7),
+                 u_inj, u_plain)
+    s_big = s0._replace(hyperparams={**s0.hyperparams, "margin": jnp.asarray(0.8)})
+    u_big, _ = step(tx, g, s_big)
+    assert not np.allclose(np.asarray(u_big["head"]["w"]), np.asarray(u_inj["head"]["w"]))
+
+    bad = optax.inject_hyperparams(harm_aware, static_args=("head",))(
+        optax.sgd(lr), head=_HEAD, num_iters=20)
+    with pytest.raises(ValueError, match=re.escape("static_args=('head', 'num_iters')")):
+        step(bad, g, bad.init(params))
 
 
 # --------------------------------------------------------------------------- dtypes, edges

@@ -518,6 +518,53 @@ def test_caps_and_w_max():
                                                                      -9.0)], rtol=1e-6)
 
 
+# --------------------------------------------------------------------------- shapes, inject
+
+
+@pytest.mark.parametrize("make", [lambda: m_plus_adam(1e-2, 1e-2), lambda: madam(1e-2)],
+                         ids=["m_plus_adam", "madam"])
+def test_mismatched_updates_raise_value_error_naming_the_leaf(make):
+    """Reported: (4,) updates for (3,) params gave a raw broadcasting TypeError. Now a
+    ValueError names the leaf (trace time, also under jit); so do a different tree structure
+    and a state made for other params."""
+    tx = make()
+    params = {"w": jnp.ones(3), "b": jnp.full((2,), 0.5)}
+    state = tx.init(params)
+    good = jax.tree.map(jnp.ones_like, params)
+    bad = {**good, "w": jnp.ones(4)}
+    leaf = r"\['w'\]: shape \(4,\) vs \(3,\)"
+    with pytest.raises(ValueError, match=r"updates and params disagree at leaf " + leaf):
+        tx.update(bad, state, params)
+    with pytest.raises(ValueError, match=leaf):
+        jax.jit(tx.update)(bad, state, params)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        tx.update({**good, "extra": jnp.ones(1)}, state, params)
+    assert "'extra'" in str(err.value)
+    other = {**params, "w": jnp.ones(4)}
+    with pytest.raises(ValueError, match=r"updates and state\.\w+ disagree at leaf " + leaf):
+        tx.update(jax.tree.map(jnp.ones_like, other), state, other)
+
+
+def test_inject_hyperparams_param_dtype_as_documented():
+    """A scalar type such as jnp.float32 is callable: inject_hyperparams takes it for a
+    schedule and passes an array, which used to become the storage format silently. It now
+    raises a ValueError with the two documented ways out; jnp.dtype(...) works under jit and
+    (learning_rate_mul = 0, float32 storage) follows optax.adam."""
+    w0 = jnp.asarray([3.0, -1.0, 0.5, 0.0], jnp.float32)
+    with pytest.raises(ValueError, match=r"param_dtype.*static_args=\('param_dtype',\)"):
+        optax.inject_hyperparams(m_plus_adam)(1e-2, 0.0, param_dtype=jnp.float32).init(w0)
+    grads = _grads(5, 4, seed=4)
+    ref, _ = _run(optax.adam(1e-2), w0, grads)
+    for tx in (optax.inject_hyperparams(m_plus_adam)(1e-2, 0.0,
+                                                     param_dtype=jnp.dtype(jnp.float32)),
+               optax.inject_hyperparams(m_plus_adam, static_args=("param_dtype",))(
+                   1e-2, 0.0, param_dtype=jnp.float32)):
+        ours, s = _run(tx, w0, grads)
+        assert "param_dtype" not in s.hyperparams
+        for a, b in zip(ours, ref, strict=True):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+
+
 # --------------------------------------------------------------------------- Madam
 
 

@@ -199,6 +199,26 @@ def test_tracking_optimizer_is_optax_sgd():
             jax.tree.map(np.testing.assert_array_equal, u1, u2)
 
 
+@pytest.mark.parametrize("method", ["sgd", "heavy_ball", "nesterov"])
+def test_tracking_optimizer_rejects_mismatched_updates_naming_the_leaf(method):
+    """With params given, updates whose leaf shape or tree structure differs raise a
+    ValueError naming the leaf (trace time, also under jit), where optax's sgd broadcast or
+    returned (4,) updates for (3,) params."""
+    tx = tracking_optimizer(method, 0.1, 0.9)
+    params = {"x": jnp.zeros(3), "y": jnp.zeros((2, 2))}
+    state = tx.init(params)
+    good = jax.tree.map(jnp.ones_like, params)
+    bad = {**good, "x": jnp.ones(4)}
+    leaf = r"\['x'\]: shape \(4,\) vs \(3,\)"
+    with pytest.raises(ValueError, match=r"updates and params disagree at leaf " + leaf):
+        tx.update(bad, state, params)
+    with pytest.raises(ValueError, match=leaf):
+        jax.jit(tx.update)(bad, state, params)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        tx.update({**good, "extra": jnp.ones(1)}, state, params)
+    assert "'extra'" in str(err.value)
+
+
 # --------------------------------------------------------------------------- closed forms
 
 

@@ -103,6 +103,30 @@ def _np_proj(d, rho):
     return d if n <= rho else d * rho / n
 
 
+def _np_msam(w, *, rho, K, lr, alpha, warm, normalize, steps):
+    """NumPy: projected ascent on Delta, then SGD on grad l(w + Delta_K); returns the
+    ``(w, Delta_K)`` after each step."""
+    w, d_prev, out = np.array(w, np.float64), np.zeros(2), []
+    for _ in range(steps):
+        d = _np_proj(d_prev, rho) if warm else np.zeros(2)
+        g = _np_grad(w + d)
+        for _ in range(K):
+            step = alpha * g / max(np.linalg.norm(g), 1e-12) if normalize else alpha * g
+            d = _np_proj(d + step, rho)
+            g = _np_grad(w + d)
+        w = w - lr * g
+        d_prev = d
+        out.append((w.copy(), d.copy()))
+    return out
+
+
+def _loss_2d(p):
+    """The loss whose gradient is ``_np_grad``."""
+    a, c = jnp.asarray(A), jnp.asarray(C)
+    u = a * (p - c)
+    return jnp.sum(jnp.exp(u) - u) + 0.25 * (p[0] - p[1]) ** 2
+
+
 # --------------------------------------------------------------------------- SAM special case
 
 
@@ -141,24 +165,9 @@ def test_k1_cold_equals_optax_sam_bitwise():
 def test_matches_numpy_rederivation_float64(warm, normalize, inner_lr):
     rho, K, lr = 0.8, 4, 0.15
     alpha = rho if inner_lr is None else inner_lr
-    w = np.array([0.4, -0.9])
-    d_prev = np.zeros(2)
-    ref = []
-    for _ in range(5):  # NumPy: projected ascent on Delta, then SGD on grad l(w + Delta_K)
-        d = _np_proj(d_prev, rho) if warm else np.zeros(2)
-        g = _np_grad(w + d)
-        for _ in range(K):
-            step = alpha * g / max(np.linalg.norm(g), 1e-12) if normalize else alpha * g
-            d = _np_proj(d + step, rho)
-            g = _np_grad(w + d)
-        w = w - lr * g
-        d_prev = d
-        ref.append((w.copy(), d.copy()))
-
-    def loss(p):
-        a, c = jnp.asarray(A), jnp.asarray(C)
-        u = a * (p - c)
-        return jnp.sum(jnp.exp(u) - u) + 0.25 * (p[0] - p[1]) ** 2
+    ref = _np_msam([0.4, -0.9], rho=rho, K=K, lr=lr, alpha=alpha, warm=warm,
+                   normalize=normalize, steps=5)
+    loss = _loss_2d
 
     with jax.enable_x64(True):
         tx = multistep_sam(optax.sgd(lr), rho=rho, inner_steps=K, inner_lr=inner_lr,
@@ -331,6 +340,76 @@ def test_transforms_before_it_in_a_chain_have_no_effect(warm):
         u_b, s_b = clipped.update(jax.grad(_loss)(p_b), s_b, p_b, grad_fn=_grad_fn)
         p_a, p_b = optax.apply_updates(p_a, u_a), optax.apply_updates(p_b, u_b)
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7), p_a, p_b)
+
+
+# --------------------------------------------------------------------------- shapes, inject
+
+
+def _ones_grad_fn(p, i):
+    del i
+    return jax.tree.map(jnp.ones_like, p)
+
+
+@pytest.mark.parametrize("make", [lambda: multistep_sam(optax.sgd(0.1), rho=0.1),
+                                  lambda: scale_by_multistep_sam(0.1)],
+                         ids=["multistep_sam", "scale_by_multistep_sam"])
+def test_mismatched_updates_raise_value_error_naming_the_leaf(make):
+    """Reported: (4,) updates for (3,) params failed inside lax.cond ("cond branches must have
+    equal output types"). Now a ValueError names the leaf, at trace time (also under jit)."""
+    tx = make()
+    params = {"w": jnp.ones(3), "b": {"c": jnp.zeros((2, 2))}}
+    state = tx.init(params)
+    good = jax.tree.map(jnp.ones_like, params)
+    update = functools.partial(tx.update, grad_fn=_ones_grad_fn)
+    with pytest.raises(ValueError, match=r"updates and params disagree at leaf \['w'\]: "
+                                         r"shape \(4,\) vs \(3,\)"):
+        update({**good, "w": jnp.ones(4)}, state, params)
+    with pytest.raises(ValueError, match=r"\['b'\]\['c'\]: shape \(2, 3\) vs \(2, 2\)"):
+        jax.jit(update)({**good, "b": {"c": jnp.ones((2, 3))}}, state, params)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        update({**good, "extra": jnp.ones(1)}, state, params)
+    assert "'extra'" in str(err.value)
+    # params and updates agree, but the state was made for other params
+    other = {**params, "w": jnp.ones(4)}
+    with pytest.raises(ValueError, match=r"updates and state.delta disagree at leaf \['w'\]"):
+        update(jax.tree.map(jnp.ones_like, other), state, other)
+
+
+def test_inject_hyperparams_default_inner_steps_needs_no_static_args():
+    """Reported: optax.inject_hyperparams(multistep_sam) always needed
+    static_args=("inner_steps",). With inner_steps left out it works as is (rho injected);
+    given, it needs the documented static_args, and without them the error says so. Both runs
+    follow the NumPy re-derivation (default K = 3, warm start, alpha = rho)."""
+    rho, lr, w0 = 0.8, 0.15, [0.4, -0.9]
+    grad_fn = lambda q, i: jax.grad(_loss_2d)(q)  # noqa: E731
+
+    def run(tx, steps=3):
+        upd = jax.jit(lambda g, s, p: tx.update(g, s, p, grad_fn=grad_fn))
+        p = jnp.asarray(w0, jnp.float64)
+        s = tx.init(p)
+        out = []
+        for _ in range(steps):
+            u, s = upd(jax.grad(_loss_2d)(p), s, p)
+            p = optax.apply_updates(p, u)
+            out.append(np.asarray(p))
+        return out, s
+
+    with jax.enable_x64(True):
+        got, state = run(optax.inject_hyperparams(multistep_sam)(optax.sgd(lr), rho=rho))
+        assert set(state.hyperparams) == {"rho", "eps"}
+        ref = _np_msam(w0, rho=rho, K=3, lr=lr, alpha=rho, warm=True, normalize=True, steps=3)
+        for p, (w_ref, _) in zip(got, ref, strict=True):
+            np.testing.assert_allclose(p, w_ref, rtol=1e-12, atol=1e-12)
+
+        recipe = optax.inject_hyperparams(multistep_sam, static_args=("inner_steps",))
+        got, _ = run(recipe(optax.sgd(lr), rho=rho, inner_steps=2))
+        ref = _np_msam(w0, rho=rho, K=2, lr=lr, alpha=rho, warm=True, normalize=True, steps=3)
+        for p, (w_ref, _) in zip(got, ref, strict=True):
+            np.testing.assert_allclose(p, w_ref, rtol=1e-12, atol=1e-12)
+
+        bad = optax.inject_hyperparams(multistep_sam)(optax.sgd(lr), rho=rho, inner_steps=2)
+        with pytest.raises(ValueError, match=r"inner_steps.*static_args=\('inner_steps',\)"):
+            run(bad, steps=1)
 
 
 # --------------------------------------------------------------------------- experiment
