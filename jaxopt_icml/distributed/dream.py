@@ -15,7 +15,9 @@ with $G_{mn} = \langle\Delta_m, \Delta_n\rangle$ and $x_{t+1} = x_t - \eta_G\sum
 worker axis and runs through :func:`jaxopt_icml.mesh.across_workers` (``jax.vmap`` on one device
 or ``jax.shard_map`` over a mesh). Baselines are parameter settings of the same step:
 :func:`fmgda` (Yang et al.), :func:`fedavg_scalarized`, :func:`scaffold_scalarized` and
-:func:`centralized_mgda`.
+:func:`centralized_mgda`. The per-task gradients the oracle returns must have the tree
+structure and leaf shapes of the model (checked when the update is traced: a mismatch raises a
+``ValueError`` naming the leaf).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from jaxopt_icml.hyperparams import (
 
 # the library's one sort-based simplex projection (unit mass here), re-exported as DREAM's
 from jaxopt_icml.projections import project_simplex
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "dream",
@@ -490,14 +493,17 @@ def dream_client(*, num_tasks: int, local_steps: int = 5, local_lr=0.05, global_
             correction = stacked_zeros(x)
         path_weights = a_mat @ state.weights
 
+        def task_grad(yy, m, kk):  # one task's gradient, its shapes checked against x's
+            g = oracle.task_grad(yy, m, kk)
+            check_same_shapes("oracle.task_grad(x, m)", g, "x", x, context="dream")
+            return g
+
         def task_grads(y, k):
             keys = jax.random.split(k, num_tasks)
             if per_task:  # y has a task axis: task m's gradient at its own iterate
-                g = jax.vmap(lambda yy, m, kk: oracle.task_grad(yy, m, kk))(
-                    cast_like(y, x), tasks, keys)
+                g = jax.vmap(task_grad)(cast_like(y, x), tasks, keys)
             else:
-                g = jax.vmap(lambda m, kk: oracle.task_grad(cast_like(y, x), m, kk))(
-                    tasks, keys)
+                g = jax.vmap(lambda m, kk: task_grad(cast_like(y, x), m, kk))(tasks, keys)
             return jax.tree.map(lambda gi, ci: gi.astype(ci.dtype), g, correction)
 
         def body(k, carry):

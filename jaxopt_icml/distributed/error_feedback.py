@@ -35,6 +35,10 @@ so :math:`\|\nabla f(x_k)\|^2 \le \rho^k V^{\rm EF21}_0/s` and
 :math:`\|x_k - x^\star\|^2 \le (1 + s)\rho^k V^{\rm EF}_0`, independently of :math:`n`. At
 :math:`\delta = 1` this is gradient descent's :math:`((L-\mu)/(L+\mu))^2`.
 
+The oracle's gradient must have the tree structure and leaf shapes of ``x`` (checked when the
+update is traced: a mismatch raises a ``ValueError`` naming the leaf instead of being flattened
+into a vector of the right length by accident).
+
 References:
   Daniel Berg Thomsen, Adrien Taylor, Aymeric Dieuleveut, *A Tight Theory of Error Feedback
   Algorithms in Distributed Optimization*, ICML 2026, arXiv:2605.31594; single-agent
@@ -55,6 +59,7 @@ from jaxopt_icml import base
 from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.distributed.compressors import Compressor
 from jaxopt_icml.hyperparams import check_choice, check_float, compute_dtype
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "ef",
@@ -146,7 +151,9 @@ def ef_worker(compressor: Compressor, learning_rate: float, *,
     def update(state, oracle, key):
         ct = state.error.dtype
         k_grad, k_comp = jax.random.split(key)
-        g = _flatten(oracle.grad(state.x, k_grad), ct)
+        g = oracle.grad(state.x, k_grad)
+        check_same_shapes("oracle.grad(x)", g, "x", state.x, context="ef")
+        g = _flatten(g, ct)
         v = jnp.asarray(lr, ct) * g + state.error
         m, bits = compressor.compress(v, k_comp)
         x = _flatten(state.x, ct) - jax.lax.pmean(m, axis_name)
@@ -171,7 +178,9 @@ def ef21_worker(compressor: Compressor, learning_rate: float, *,
         ct = state.memory.dtype
         k_grad, k_comp = jax.random.split(key)
         x = _unflatten(_flatten(state.x, ct) - jnp.asarray(lr, ct) * state.mean_memory, state.x)
-        g = _flatten(oracle.grad(x, k_grad), ct)
+        g = oracle.grad(x, k_grad)
+        check_same_shapes("oracle.grad(x)", g, "x", x, context="ef21")
+        g = _flatten(g, ct)
         m, bits = compressor.compress(g - state.memory, k_comp)
         new = EF21State(x=x, memory=state.memory + m,
                         mean_memory=state.mean_memory + jax.lax.pmean(m, axis_name))

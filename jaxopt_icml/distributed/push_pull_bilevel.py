@@ -39,6 +39,8 @@ Pull: ``lax.all_gather`` of the sent point and a weighted sum with the agent's r
 :math:`R_k`; push: each agent scales its tracker by its column of :math:`C_k` (sender-side
 weights, a true push), the messages are gathered and agent ``i`` sums those addressed to it.
 Both sums run in the same order on one device (``vmap``) and on a mesh (``shard_map``).
+Every update checks, when traced, that each oracle gradient has the tree structure and leaf
+shapes of its variable; a mismatch raises a ``ValueError`` naming the leaf.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from jaxopt_icml import base
 from jaxopt_icml import mesh as mesh_lib
 from jaxopt_icml.hyperparams import check_choice, check_float, compute_dtype, resolve
 from jaxopt_icml.problems.graphs import GraphSequence, is_column_stochastic, is_row_stochastic
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "push_pull",
@@ -129,6 +132,23 @@ def _check_workers(num_workers) -> int:
 
 
 # --------------------------------------------------------------------------- communication
+
+
+def _grad(oracle, x, key, name):
+    """``oracle.grad(x, key)`` in the compute dtype, checked (when traced) to have the tree
+    structure and leaf shapes of ``x``."""
+    g = oracle.grad(x, key)
+    check_same_shapes("oracle.grad(x)", g, "x", x, context=name)
+    return _cast(g)
+
+
+def _pair(fn, name, a, b, key, label_b, context):
+    """``fn(a, b, key) -> (grad_a, grad_b)`` in the compute dtype, each part checked against
+    the shape of its variable."""
+    ga, gb = fn(a, b, key)
+    check_same_shapes(f"oracle.{name}(x, {label_b})[0]", ga, "x", a, context=context)
+    check_same_shapes(f"oracle.{name}(x, {label_b})[1]", gb, label_b, b, context=context)
+    return _cast((ga, gb))
 
 
 def _cast(tree):
@@ -243,7 +263,7 @@ def push_pull_agent(learning_rate, *, graph: GraphSequence, num_workers: int,
                              count=jnp.zeros((), jnp.int32))
 
     def update(state, oracle, key):
-        g = _cast(oracle.grad(state.x, key))
+        g = _grad(oracle, state.x, key, "push_pull")
         lr = jax.tree.map(lambda a: resolve(learning_rate, state.count, a.dtype), g)
         x, tracker, bits = _tracked_step(state.x, state.tracker, state.grad, g, lr, state.count,
                                          graph, tracker_mixing, axis_name)
@@ -337,7 +357,7 @@ def distributed_gradient_descent_agent(learning_rate, *, graph: GraphSequence,
                              count=jnp.zeros((), jnp.int32))
 
     def update(state, oracle, key):
-        g = _cast(oracle.grad(state.x, key))
+        g = _grad(oracle, state.x, key, "distributed_gradient_descent")
         row, pull_col, _ = _weights(graph, state.count, axis_name)
         mixed = _pull(state.x, row, axis_name)
         x = jax.tree.map(
@@ -375,9 +395,9 @@ def _fab_directions(oracle, point, gamma, key):
     """Agent ``i``'s penalised directions ``(h^x, h^y, h^z)`` (compute dtype), 3 oracle calls."""
     x, y, z = point
     kf, ky, kz = jax.random.split(key, 3)
-    fx, fy = _cast(oracle.f_grads(x, y, kf))
-    gx, gy = _cast(oracle.g_grads(x, y, ky))
-    gzx, gzz = _cast(oracle.g_grads(x, z, kz))
+    fx, fy = _pair(oracle.f_grads, "f_grads", x, y, kf, "y", "fab")
+    gx, gy = _pair(oracle.g_grads, "g_grads", x, y, ky, "y", "fab")
+    gzx, gzz = _pair(oracle.g_grads, "g_grads", x, z, kz, "z", "fab")
     hx = jax.tree.map(lambda a, b, c: a + gamma.astype(a.dtype) * (b - c), fx, gx, gzx)
     hy = jax.tree.map(lambda a, b: a / gamma.astype(a.dtype) + b, fy, gy)
     return hx, hy, gzz

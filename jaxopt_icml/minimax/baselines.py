@@ -16,6 +16,9 @@ Conventions shared by the family:
     they do (see ``tests/minimax/test_goma.py``).
   * Arithmetic runs per leaf in float32 for 16-bit leaves (else in the leaf's dtype) and the
     result is cast back to the leaf's dtype.
+  * ``update`` checks, when it is traced, that the field, the params (when given), the trees
+    the state stores and the value of ``field_fn`` agree in tree structure and leaf shapes; a
+    mismatch raises a ``ValueError`` naming the first leaf that differs.
 
 Methods (``g_k = F(z_k)``, ``b_k = 1/(k + anchor_offset)``):
   * :func:`sgda`: ``z_{k+1} = z_k - gamma_k g_k``.
@@ -63,6 +66,7 @@ from jaxopt_icml.hyperparams import cast_like
 from jaxopt_icml.hyperparams import check_float as _check_scalar
 from jaxopt_icml.hyperparams import compute_dtype as _compute_dtype
 from jaxopt_icml.hyperparams import concrete_float as _concrete
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "extragradient",
@@ -143,6 +147,22 @@ def _anchor_weight(count, offset, dtype):
 def _require_params(params, name: str):
     if params is None:
         raise ValueError(_NO_PARAMS.format(name=name))
+
+
+def _check_trees(name: str, updates, params=None, **state_trees) -> None:
+    """Trace-time check that the field ``updates`` has the tree structure and leaf shapes of
+    ``params`` (when given) and of each tree the state stores (``prev_field=...``); a mismatch
+    raises a ``ValueError`` naming the first disagreeing leaf."""
+    check_same_shapes("updates", updates, "params", params, context=name)
+    for label, tree in state_trees.items():
+        check_same_shapes("updates", updates, f"state.{label}", tree, context=name)
+
+
+def _field_at(field_fn: Callable, z, params, name: str):
+    """``field_fn(z, 0)`` checked against the shapes of ``params`` and cast to its dtypes."""
+    g = field_fn(z, 0)
+    check_same_shapes("field_fn(z)", g, "params", params, context=name)
+    return cast_like(g, params)
 
 
 def _require_field_fn(extra_args: dict, name: str) -> Callable:
@@ -244,7 +264,8 @@ def sgda(step_size: ScalarOrSchedule = 0.1, *, decay: float = 0.0
         return CountState(_count0())
 
     def update(updates, state, params=None, **extra_args):
-        del params, extra_args
+        del extra_args
+        _check_trees("sgda", updates, params)
         gamma = _value_at(step_size, state.count)
         count = state.count
         u = _leafwise(lambda c, g: -_poly(c(gamma), c(count), decay) * g, updates, updates)
@@ -298,11 +319,12 @@ def extragradient(step_size: ScalarOrSchedule = 0.5, *,
 
     def update(updates, state, params=None, **extra_args):
         _require_params(params, "extragradient")
+        _check_trees("extragradient", updates, params)
         field_fn = _require_field_fn(extra_args, "extragradient")
         gamma = _value_at(step_size, state.count)
         eta = gamma if extrapolation is None else _value_at(extrapolation, state.count)
         half = _leafwise(lambda c, z, g: z - c(eta) * g, params, params, updates)
-        g_half = cast_like(field_fn(half, 0), params)
+        g_half = _field_at(field_fn, half, params, "extragradient")
         u = _leafwise(lambda c, g: -c(gamma) * g, updates, g_half)
         return u, CountState(optax.safe_int32_increment(state.count))
 
@@ -352,13 +374,14 @@ def dseg(step_size: ScalarOrSchedule = 0.1, *, extrapolation: float | None = Non
 
     def update(updates, state, params=None, **extra_args):
         _require_params(params, "dseg")
+        _check_trees("dseg", updates, params)
         field_fn = _require_field_fn(extra_args, "dseg")
         count = state.count
         gamma0 = _value_at(step_size, count)
         eta0 = gamma0 if extrapolation is None else _value_at(extrapolation, count)
         half = _leafwise(lambda c, z, g: z - _poly(c(eta0), c(count), extrapolation_decay) * g,
                          params, params, updates)
-        g_half = cast_like(field_fn(half, 0), params)
+        g_half = _field_at(field_fn, half, params, "dseg")
         u = _leafwise(lambda c, g: -_poly(c(gamma0), c(count), decay) * g, updates, g_half)
         return u, CountState(optax.safe_int32_increment(state.count))
 
@@ -397,6 +420,7 @@ def ogda(step_size: ScalarOrSchedule = 0.25, *,
 
     def update(updates, state, params=None, **extra_args):
         del extra_args
+        _check_trees("ogda", updates, params, prev_field=state.prev_field)
         gamma = _value_at(step_size, state.count)
         eta = gamma if extrapolation is None else _value_at(extrapolation, state.count)
         u = _leafwise(lambda c, g, gp: -c(gamma) * g - c(eta) * (g - gp),
@@ -435,6 +459,7 @@ def popov(step_size: ScalarOrSchedule = 0.25) -> optax.GradientTransformationExt
     def update(updates, state, params=None, **extra_args):
         del extra_args
         _require_params(params, "popov")
+        _check_trees("popov", updates, params, base=state.base)
         gamma = _value_at(step_size, state.count)
         w_next = _leafwise(lambda c, w, g: w - c(gamma) * g, state.base, state.base, updates)
         u = _leafwise(lambda c, w, z, g: w - c(gamma) * g - z, updates, w_next, params, updates)
@@ -452,6 +477,7 @@ def _anchored_two_call(name, step_size, anchor_offset, damp_first):
 
     def update(updates, state, params=None, **extra_args):
         _require_params(params, name)
+        _check_trees(name, updates, params, anchor=state.anchor)
         field_fn = _require_field_fn(extra_args, name)
         a = _value_at(step_size, state.count)
         count = state.count
@@ -462,7 +488,7 @@ def _anchored_two_call(name, step_size, anchor_offset, damp_first):
             return z + b * (z0 - z) - first * g
 
         half = _leafwise(half_fn, params, params, state.anchor, updates)
-        g_half = cast_like(field_fn(half, 0), params)
+        g_half = _field_at(field_fn, half, params, name)
 
         def step_fn(c, z, z0, gh):
             b = _anchor_weight(count, anchor_offset, z.dtype)
@@ -562,6 +588,7 @@ def anchored_popov(step_size: ScalarOrSchedule = 0.3, *, anchor_offset: int = 2
     def update(updates, state, params=None, **extra_args):
         del extra_args
         _require_params(params, "anchored_popov")
+        _check_trees("anchored_popov", updates, params, anchor=state.anchor, base=state.base)
         gamma = _value_at(step_size, state.count)
         count = state.count
 

@@ -50,6 +50,7 @@ from flax import struct
 
 from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "dual_dynamic_smoothing",
@@ -157,6 +158,9 @@ def _step(name: str, value, kind: str):
     return check_float(name, value)
 
 
+_NAME = "dual_dynamic_smoothing"
+
+
 def dual_dynamic_smoothing(*, lmo_x: Callable | None = None, proj_x: Callable | None = None,
                            lmo_y: Callable | None = None, proj_y: Callable | None = None,
                            mu0: float = 1.0, mu_power: float = 0.5,
@@ -195,7 +199,9 @@ def dual_dynamic_smoothing(*, lmo_x: Callable | None = None, proj_x: Callable | 
 
     Raises:
       ValueError: both or neither of ``lmo_*``/``proj_*`` for a variable, a missing projection
-        step, or an out-of-range float.
+        step, or an out-of-range float; when traced, an oracle gradient, LMO or projection
+        output (or ``anchor_y``) whose tree structure or leaf shapes differ from the iterate's
+        (the message names the leaf).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -234,6 +240,8 @@ def dual_dynamic_smoothing(*, lmo_x: Callable | None = None, proj_x: Callable | 
     def init(z0, key):
         del key
         x0, y0 = z0
+        if anchor_y is not None:
+            check_same_shapes("anchor_y", anchor_y, "y0", y0, context=_NAME)
         anchor = y0 if anchor_y is None else jax.tree.map(
             lambda a, y: jnp.asarray(a).astype(y.dtype), anchor_y, y0)
         zero = jnp.zeros([], jnp.int32)
@@ -250,29 +258,36 @@ def dual_dynamic_smoothing(*, lmo_x: Callable | None = None, proj_x: Callable | 
         mu = jnp.asarray(mu0, dt) / (k.astype(dt) + 1.0) ** jnp.asarray(mu_power, dt)
         # ---- y step at (x_k, y_k): ascent on the smoothed function
         _, gy = oracle.grads(x, y, k1)
+        check_same_shapes("oracle.grads(x, y)[1]", gy, "y", y, context=_NAME)
         d = jax.tree.map(lambda g, v, a: g.astype(v.dtype) - mu * (v - a), gy, yc, ac)
         if kind_y == "lmo":
             dl = jnp.clip(resolve(step_y, k, dt), 0.0, 1.0)
             v = lmo_y(jax.tree.map(jnp.negative, d), k2)
+            check_same_shapes("lmo_y(-d)", v, "y", y, context=_NAME)
             y_new = jax.tree.map(lambda a, b: a + dl * (b.astype(a.dtype) - a), yc, v)
         else:
             tau = resolve(step_y, k, dt)
             y_new = proj_y(jax.tree.map(lambda a, b: a + tau * b, yc, d))
+            check_same_shapes("proj_y(y)", y_new, "y", y, context=_NAME)
         y_new = back(y_new, y)
         # ---- x step at (x_k, y_{k+1})
         gx, _ = oracle.grads(x, y_new, k3)
+        check_same_shapes("oracle.grads(x, y)[0]", gx, "x", x, context=_NAME)
         gx = jax.tree.map(lambda g, v: g.astype(v.dtype), gx, xc)
         info = {"oracle_calls": jnp.asarray(2, jnp.int32), "mu": mu.astype(jnp.float32)}
         dx = jax.tree.leaves(xc)[0].dtype
         if kind_x == "lmo":
             gam = jnp.clip(resolve(step_x, k, dx), 0.0, 1.0)
-            s = jax.tree.map(lambda a, b: b.astype(a.dtype), xc, lmo_x(gx, k4))
+            s = lmo_x(gx, k4)
+            check_same_shapes("lmo_x(g)", s, "x", x, context=_NAME)
+            s = jax.tree.map(lambda a, b: b.astype(a.dtype), xc, s)
             info["fw_gap_x"] = _tree_dot(gx, jax.tree.map(jnp.subtract, xc, s)).astype(
                 jnp.float32)
             x_new = jax.tree.map(lambda a, b: a + gam * (b - a), xc, s)
         else:
             a = resolve(step_x, k, dx)
             x_new = proj_x(jax.tree.map(lambda v, g: v - a * g, xc, gx))
+            check_same_shapes("proj_x(x)", x_new, "x", x, context=_NAME)
         x_new = back(x_new, x)
         # ---- weighted running averages of x_1.., y_1..
         wd = state.weight_sum.dtype

@@ -15,7 +15,9 @@ Alternating projected GDA and the naive FW-GDA are
 :func:`~jaxopt_icml.minimax.dual_smoothing.projected_gda` and
 :func:`~jaxopt_icml.minimax.dual_smoothing.fw_gda` (special cases of the dual smoothing method).
 
-Both keep uniform running averages ``x_avg``, ``y_avg`` for duality gaps.
+Both keep uniform running averages ``x_avg``, ``y_avg`` for duality gaps, and raise a
+``ValueError`` naming the leaf when an oracle gradient's shape differs from its variable's
+(checked when the update is traced).
 
 References:
   * A. Nemirovski. Prox-method with rate of convergence O(1/t) for variational inequalities with
@@ -35,6 +37,7 @@ import jax.numpy as jnp
 
 from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, compute_dtype, resolve, to_compute
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "projected_extragradient",
@@ -71,6 +74,14 @@ def _check_projections(proj_x, proj_y):
     for name, p in (("proj_x", proj_x), ("proj_y", proj_y)):
         if not callable(p):
             raise ValueError(f"{name} must be a callable projection, got {p!r}")
+
+
+def _grads(oracle, x, y, key, name):
+    """``oracle.grads(x, y, key)``, each part checked against the shape of its variable."""
+    gx, gy = oracle.grads(x, y, key)
+    check_same_shapes("oracle.grads(x, y)[0]", gx, "x", x, context=name)
+    check_same_shapes("oracle.grads(x, y)[1]", gy, "y", y, context=name)
+    return gx, gy
 
 
 def _avg(old, new, count):
@@ -112,10 +123,10 @@ def projected_extragradient(step_size: float | Callable = 0.1, *, proj_x: Callab
         k1, k2 = jax.random.split(key)
         xc, yc = to_compute(x), to_compute(y)
         eta = resolve(step_size, k, xc.dtype)
-        gx, gy = oracle.grads(x, y, k1)
+        gx, gy = _grads(oracle, x, y, k1, "projected_extragradient")
         wx = proj_x(xc - eta * gx.astype(xc.dtype)).astype(x.dtype)
         wy = proj_y(yc + eta * gy.astype(yc.dtype)).astype(y.dtype)
-        hx, hy = oracle.grads(wx, wy, k2)
+        hx, hy = _grads(oracle, wx, wy, k2, "projected_extragradient")
         x_new = proj_x(xc - eta * hx.astype(xc.dtype)).astype(x.dtype)
         y_new = proj_y(yc + eta * hy.astype(yc.dtype)).astype(y.dtype)
         new = ProjectedEGState(x_new, y_new, k + 1, _avg(state.x_avg, wx, k),
@@ -162,9 +173,9 @@ def smoothed_agda(step_x: float | Callable = 0.1, step_y: float | Callable = 0.1
         xc, yc, zc = to_compute(x), to_compute(y), to_compute(z)
         c, a = resolve(step_x, k, xc.dtype), resolve(step_y, k, yc.dtype)
         p, b = jnp.asarray(prox, xc.dtype), jnp.asarray(beta, xc.dtype)
-        gx, _ = oracle.grads(x, y, k1)
+        gx, _ = _grads(oracle, x, y, k1, "smoothed_agda")
         x_new = proj_x(xc - c * (gx.astype(xc.dtype) + p * (xc - zc))).astype(x.dtype)
-        _, gy = oracle.grads(x_new, y, k2)
+        _, gy = _grads(oracle, x_new, y, k2, "smoothed_agda")
         y_new = proj_y(yc + a * gy.astype(yc.dtype)).astype(y.dtype)
         z_new = (zc + b * (x_new.astype(zc.dtype) - zc)).astype(z.dtype)
         new = SmoothedAGDAState(x_new, y_new, z_new, k + 1, _avg(state.x_avg, x_new, k),

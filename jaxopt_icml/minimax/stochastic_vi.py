@@ -54,6 +54,7 @@ import jax.numpy as jnp
 
 from jaxopt_icml import base, problems
 from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype, concrete_float
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "stochastic_fbf",
@@ -224,6 +225,9 @@ def stochastic_fbf(step_size: float = 0.5, *, batch_schedule: int | Callable = l
     Returns:
       ``OracleAlgorithm`` with state :class:`StochasticFBFState`; ``info`` holds
       ``"oracle_calls"`` (``2 b_k``, int32), ``"batch_size"`` and ``"total_oracle_calls"``.
+      ``update`` raises a ``ValueError`` naming the leaf when the operator's value or the
+      prox's output differs from the iterate in tree structure or leaf shape (checked when
+      traced).
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -263,8 +267,12 @@ def stochastic_fbf(step_size: float = 0.5, *, batch_schedule: int | Callable = l
         zc = jax.tree.map(lambda v: v.astype(cd), z)
         k1, k2 = jax.random.split(key)
         cast = lambda tree: jax.tree.map(lambda v: jnp.asarray(v).astype(cd), tree)
-        g = cast(minibatch_operator(oracle, zc, k1, n, max_batch=max_batch))
-        zbar = cast(prox(jax.tree.map(lambda v, gv: v - t * gv, zc, g), t))
+        g = minibatch_operator(oracle, zc, k1, n, max_batch=max_batch)
+        check_same_shapes("oracle.operator(z)", g, "z", z, context="stochastic_fbf")
+        g = cast(g)
+        zbar = prox(jax.tree.map(lambda v, gv: v - t * gv, zc, g), t)
+        check_same_shapes("prox(z, t)", zbar, "z", z, context="stochastic_fbf")
+        zbar = cast(zbar)
         gbar = cast(minibatch_operator(oracle, zbar, k2, n, max_batch=max_batch))
         w = jax.tree.map(lambda zb, gb, gv: zb - t * (gb - gv), zbar, gbar, g)
         new = jax.tree.map(lambda v, wv, ref: (v + a * (wv - v)).astype(ref.dtype), zc, w, z)

@@ -36,6 +36,10 @@ parameter pytree as one vector (global norms and inner products).
   gradient-descent experts with step multipliers ``lrs`` combined by exponential weights on the
   linearised losses ``<g_t, w^i_t>`` (Ader-style, Zhang et al. 2018).
 
+Every ``update`` checks, when it is traced, that the loss vector, the params and the trees the
+state stores (``origin``, ``direction``) agree in tree structure and leaf shapes; a mismatch
+raises a ``ValueError`` naming the first leaf that differs.
+
 References:
   * A. Cutkosky, F. Orabona. Black-box reductions for parameter-free online learning in Banach
     spaces. COLT 2018.
@@ -56,6 +60,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxopt_icml.hyperparams import check_choice, check_float, compute_dtype
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "coin_betting",
@@ -81,6 +86,13 @@ def tree_vdot(a, b, dtype=None) -> jax.Array:
     dtype = _scalar_dtype(a) if dtype is None else dtype
     return sum(jnp.vdot(x.astype(dtype), y.astype(dtype)) for x, y in
                zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True))
+
+
+def _check_trees(name: str, updates, params, **state_trees) -> None:
+    """Trace-time check of ``updates`` against ``params`` and each stored state tree."""
+    check_same_shapes("updates", updates, "params", params, context=name)
+    for label, tree in state_trees.items():
+        check_same_shapes("updates", updates, f"state.{label}", tree, context=name)
 
 
 class CoinBettingState(NamedTuple):
@@ -225,6 +237,8 @@ def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "on
         del extra_args
         if params is None:
             raise ValueError("coin_betting needs params (it returns w_{t+1} - params)")
+        _check_trees("coin_betting", updates, params, origin=state.origin,
+                     direction=state.direction)
         cd = state.scale.dtype
         L = jnp.asarray(grad_bound, cd)
         log_bound = jnp.log(L)
@@ -323,6 +337,7 @@ def projected_ogd(learning_rate: float = 0.1, radius: float | None = None
         del extra_args
         if params is None:
             raise ValueError("projected_ogd needs params")
+        _check_trees("projected_ogd", updates, params, origin=state.origin)
         cd = _scalar_dtype(params)
         lr = learning_rate(state.count) if callable(learning_rate) else learning_rate
         lr = jnp.asarray(lr).astype(cd)
@@ -402,6 +417,7 @@ def dynamic_ensemble(lrs: Sequence[float] = tuple(2.0 ** k for k in range(8)),
         del extra_args
         if params is None:
             raise ValueError("dynamic_ensemble needs params")
+        _check_trees("dynamic_ensemble", updates, params, origin=state.origin)
         cd = state.grad_sq.dtype
         D = jnp.asarray(radius, cd)
         g = jax.tree.map(lambda v: v.astype(cd), updates)

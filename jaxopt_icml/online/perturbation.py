@@ -50,6 +50,7 @@ from flax import struct
 from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_float, check_static_int, compute_dtype
 from jaxopt_icml.online.olo_learners import projected_ogd, tree_vdot
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "pablo",
@@ -333,7 +334,8 @@ def full_information(olo: optax.GradientTransformation) -> base.OracleAlgorithm:
       olo: an ``optax.GradientTransformation``.
 
     Returns:
-      An ``OracleAlgorithm`` with state :class:`PabloState`.
+      An ``OracleAlgorithm`` with state :class:`PabloState`; a gradient whose tree structure or
+      leaf shapes differ from ``w``'s raises a ``ValueError`` naming the leaf.
 
     Example:
       >>> from jaxopt_icml.online.olo_learners import coin_betting
@@ -347,6 +349,7 @@ def full_information(olo: optax.GradientTransformation) -> base.OracleAlgorithm:
     def update(state, oracle, key):
         w = state.center
         g = oracle.gradient(w, key, state.count)
+        check_same_shapes("oracle.gradient(w)", g, "w", w, context="full_information")
         updates, olo_state = olo.update(g, state.olo, w)
         center = jax.tree.map(lambda c, ref: c.astype(ref.dtype),
                               optax.apply_updates(w, updates), w)

@@ -69,6 +69,7 @@ from jaxopt_icml.hyperparams import (
     concrete_float,
 )
 from jaxopt_icml.projections import project_simplex
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "optimistic_two_point_bco",
@@ -416,6 +417,7 @@ def optimistic_ogd(*, diameter: float | None = None, domain: Domain | None = Non
     Returns:
       ``OracleAlgorithm`` with state :class:`BCOState`; ``info``: ``oracle_calls`` (1, a
       gradient), ``loss`` (``f_t(x_t)``), ``hint_gap`` (``||g_t - g_{t-1}||^2``), ``step_size``.
+      A gradient of another shape than ``x`` raises a ``ValueError`` (checked when traced).
 
     Example:
       >>> alg = optimistic_ogd()
@@ -439,7 +441,9 @@ def optimistic_ogd(*, diameter: float | None = None, domain: Domain | None = Non
         eta = _step_size(state, D, strongly_convex, ct)
         zero = jnp.zeros([], ct)
         x = domain.project(state.xh.astype(ct) - eta * state.h, zero)
-        g = oracle.grad(x, state.t).astype(ct)
+        g = oracle.grad(x, state.t)
+        check_same_shapes("oracle.grad(x)", g, "x", x, context="optimistic_ogd")
+        g = g.astype(ct)
         gap = jnp.sum((g - state.h) ** 2)
         new_xh = domain.project(state.xh.astype(ct) - eta * g, zero)
         info = {"oracle_calls": jnp.asarray(1, jnp.int32),

@@ -46,6 +46,7 @@ import numpy as np
 import optax
 
 from jaxopt_icml import base
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "apub_value",
@@ -279,7 +280,8 @@ def scenario_reweighter(
         ``optax.projections``); default none.
 
     The oracle provides ``scenario_value_and_grad(x) -> (costs (N,), grads)``, where ``grads``
-    is a pytree like ``x`` with a leading axis ``N``.
+    is a pytree like ``x`` with a leading axis ``N`` (a different tree structure or leaf shape
+    raises a ``ValueError`` naming the leaf).
 
     Returns:
       An ``OracleAlgorithm``. ``init(x0, key)`` draws ``W`` from ``key``. ``Step.info`` holds
@@ -310,6 +312,10 @@ def scenario_reweighter(
     def update(state, oracle, key):
         del key
         costs, grads = oracle.scenario_value_and_grad(state.x)
+        per_scenario = jax.tree.map(
+            lambda G: jax.ShapeDtypeStruct(jnp.shape(G)[1:], jnp.result_type(G)), grads)
+        check_same_shapes("oracle.scenario_value_and_grad(x)[1] (after the scenario axis)",
+                          per_scenario, "x", state.x, context="scenario_reweighter")
         return _step(state, costs, grads)
 
     # everything after the oracle call is one compiled call when used eagerly (the oracle

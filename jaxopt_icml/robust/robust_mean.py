@@ -47,6 +47,7 @@ from jaxopt_icml.hyperparams import (
     compute_dtype,
     concrete_float,
 )
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "AggregateState",
@@ -391,7 +392,9 @@ def aggregate(eps=0.0, method: str = "filter", *, rounds: int = 10, thresh=3.0,
       num_blocks: median-of-means blocks (static int >= 1; ``<= n`` at update time).
 
     Returns:
-      An ``optax.GradientTransformationExtraArgs``.
+      An ``optax.GradientTransformationExtraArgs``. When ``params`` is given, ``update`` checks
+      that the updates have its tree structure and, after the leading per-example axis, its
+      leaf shapes; a mismatch raises a ``ValueError`` naming the first leaf that differs.
 
     Paper mapping: ``RobustMean{g_i(beta_t)}`` of the paper's robust gradient descent phase
     (``beta_{t+1} = beta_t - eta RobustMean``: chain with ``optax.sgd(eta)``). The filter's
@@ -415,7 +418,12 @@ def aggregate(eps=0.0, method: str = "filter", *, rounds: int = 10, thresh=3.0,
         return AggregateState(jnp.ones((), jnp.float32), jnp.zeros((), jnp.int32))
 
     def update(updates, state, params=None, **extra):
-        del state, params, extra
+        del state, extra
+        if params is not None:  # trace-time check of the shapes after the per-example axis
+            per_example = jax.tree.map(
+                lambda g: jax.ShapeDtypeStruct(jnp.shape(g)[1:], jnp.result_type(g)), updates)
+            check_same_shapes("updates (after the leading per-example axis)", per_example,
+                              "params", params, context="aggregate")
         mean, kept, used = aggregate_tree(
             updates, eps, method, rounds=rounds, thresh=thresh, drop_frac=drop_frac,
             max_frac=max_frac, power_iters=power_iters, trim=trim, num_blocks=num_blocks)

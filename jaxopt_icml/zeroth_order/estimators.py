@@ -61,6 +61,7 @@ import optax
 from jaxopt_icml import base
 from jaxopt_icml.hyperparams import check_bool, check_choice, check_float, check_static_int
 from jaxopt_icml.hyperparams import compute_dtype as _leaf_compute_dtype
+from jaxopt_icml.trees import check_same_shapes
 
 __all__ = [
     "two_point",
@@ -445,7 +446,9 @@ def zo_optimizer(estimator: Estimator, transformation: optax.GradientTransformat
 
     Raises:
       ValueError: if ``estimator`` is not callable, ``transformation`` is not an optax
-        transformation, or ``field`` is not a non-empty string.
+        transformation, or ``field`` is not a non-empty string; when the update is traced, if
+        the estimate differs from ``x`` in tree structure or leaf shape (the message names the
+        leaf).
 
     Example:
       >>> alg = zo_optimizer(two_point(1e-3, num_directions=2), optax.sgd(0.05))
@@ -473,6 +476,7 @@ def zo_optimizer(estimator: Estimator, transformation: optax.GradientTransformat
 
     def update(state, oracle, key):
         g, info = estimator(getattr(oracle, field), state.x, key)
+        check_same_shapes("estimator(value_fn, x)[0]", g, "x", state.x, context="zo_optimizer")
         updates, inner = tx.update(g, state.inner, state.x)
         x = optax.apply_updates(state.x, updates)
         info = dict(info)

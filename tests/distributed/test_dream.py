@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -488,6 +489,28 @@ def test_multihost_case_builds(experiment):
 
 
 # --------------------------------------------------------------------------- claims
+
+
+class _LongTaskGrad(NamedTuple):
+    """Task gradients one entry longer than the model."""
+
+    a: jax.Array
+
+    def task_grad(self, x, task, key):
+        del task, key
+        return self.a * jnp.ones((x.shape[0] + 1,), x.dtype)
+
+
+@pytest.mark.parametrize("trajectory", ["shared", "per_task"])
+def test_task_gradient_of_another_shape_raises_value_error(trajectory):
+    """A task gradient whose shape differs from the model's raises a ValueError naming the
+    shapes, where a broadcasting TypeError leaked from the local steps."""
+    nw = jax.local_device_count()
+    alg = dr.dream(num_tasks=2, num_workers=nw, local_steps=1, trajectory=trajectory)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match=r"dream: oracle\.task_grad\(x, m\) and x disagree at "
+                       r"leaf .*shape \(4,\) vs \(3,\)"):
+        alg.update(alg.init(jnp.zeros(3), key), _LongTaskGrad(jnp.ones((nw,))), key)
 
 
 @pytest.mark.claims

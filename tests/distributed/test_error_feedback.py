@@ -232,6 +232,30 @@ def test_rejects_bad_arguments(call, name):
 # --------------------------------------------------------------------------- claims
 
 
+class _ReshapedGrad(NamedTuple):
+    """A gradient with x's number of entries but another leaf shape: {"m": (4,)} for a (2, 2)
+    leaf. Flattened, it has the right length."""
+
+    a: jax.Array
+
+    def grad(self, x, key):
+        del key
+        return {"m": self.a * jnp.ones((4,), x["m"].dtype), "v": jnp.zeros_like(x["v"])}
+
+
+@pytest.mark.parametrize("method", ["ef", "ef21"])
+def test_gradient_of_another_leaf_shape_raises_value_error(method):
+    """The oracle's gradient must have x's leaf shapes: a ValueError names the leaf, where a
+    (4,) gradient for a (2, 2) leaf used to be flattened into a vector of the right length
+    and accepted silently."""
+    x0 = {"m": jnp.zeros((2, 2)), "v": jnp.zeros(3)}
+    alg = _make(method, C.top_k(2), learning_rate=0.1, num_workers=NW)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match=rf"{method}: oracle\.grad\(x\) and x disagree at leaf "
+                       r"\['m'\]: shape \(4,\) vs \(2, 2\)"):
+        alg.update(alg.init(x0, key), _ReshapedGrad(jnp.ones((NW,))), key)
+
+
 @pytest.mark.claims
 def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0 (deterministic: top-k and fixed data). Margins: linear-family

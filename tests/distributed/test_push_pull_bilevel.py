@@ -300,6 +300,42 @@ def test_errors():
         fab(graph=GRAPH, num_workers=N).init((jnp.zeros(2), jnp.zeros(3)), jax.random.key(0))
 
 
+class _LongGrad(NamedTuple):
+    """Agent gradients one entry longer than the variable ``"w"`` (and, for FAB, ``y``)."""
+
+    a: jax.Array
+
+    def grad(self, x, key):
+        del key
+        return {**x, "w": self.a * jnp.ones((4,), x["w"].dtype)}
+
+    def f_grads(self, x, y, key):
+        del key
+        return jnp.zeros_like(x), self.a * jnp.ones((y.shape[0] + 1,), y.dtype)
+
+    def g_grads(self, x, y, key):
+        del key
+        return jnp.zeros_like(x), jnp.zeros_like(y)
+
+
+@pytest.mark.parametrize("name", ["push_pull", "distributed_gradient_descent", "fab"])
+def test_gradient_of_another_shape_raises_value_error(name):
+    """An agent's gradient whose leaf shape differs from its variable's raises a ValueError
+    naming the leaf, where a broadcasting TypeError leaked from the tracked step."""
+    graph, key, orc = _graph(), jax.random.key(0), _LongGrad(jnp.ones((N,)))
+    if name == "fab":
+        alg = fab(0.1, 0.1, 0.1, 1.0, graph=graph, num_workers=N)
+        x0 = BilevelPoint(jnp.zeros(2), jnp.zeros(3))
+        match = r"fab: oracle\.f_grads\(x, y\)\[1\] and y disagree at leaf .*\(4,\) vs \(3,\)"
+    else:
+        make = push_pull if name == "push_pull" else distributed_gradient_descent
+        alg = make(0.1, graph=graph, num_workers=N)
+        x0 = {"w": jnp.zeros(3), "s": jnp.zeros(())}
+        match = rf"{name}: oracle\.grad\(x\) and x disagree at leaf \['w'\]: shape \(4,\) vs \(3,\)"
+    with pytest.raises(ValueError, match=match):
+        alg.update(alg.init(x0, key), orc, key)
+
+
 @pytest.mark.claims
 def test_claims_quick(experiment, quick_results):
     runner.check_quick_claims(experiment, quick_results)

@@ -444,6 +444,61 @@ def test_errors():
         sb.projected_extragradient(0.1, proj_x=None, proj_y=P)
 
 
+class _WrongGrads:
+    """``grads(x, y)`` with part ``which`` (0 or 1) one entry longer than its variable (None:
+    both parts right)."""
+
+    def __init__(self, which):
+        self.which = which
+
+    def grads(self, x, y, key=None):
+        del key
+        gx, gy = jnp.zeros_like(x), jnp.zeros_like(y)
+        if self.which == 0:
+            gx = jnp.zeros(x.shape[0] + 1, x.dtype)
+        if self.which == 1:
+            gy = jnp.zeros(y.shape[0] + 1, y.dtype)
+        return gx, gy
+
+
+_SHAPE_ALGS = {
+    "dual_dynamic_smoothing": lambda: ds.dual_dynamic_smoothing(
+        lmo_x=lm.simplex_lmo(), lmo_y=lm.simplex_lmo()),
+    "projected_gda": lambda: ds.projected_gda(0.1, 0.1, proj_x=lm.simplex_projection(),
+                                              proj_y=lm.simplex_projection()),
+    "projected_extragradient": lambda: sb.projected_extragradient(
+        0.1, proj_x=lm.simplex_projection(), proj_y=lm.simplex_projection()),
+    "smoothed_agda": lambda: sb.smoothed_agda(0.1, 0.1, proj_x=lm.simplex_projection(),
+                                              proj_y=lm.simplex_projection()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SHAPE_ALGS))
+@pytest.mark.parametrize("which", [0, 1])
+def test_oracle_grads_of_another_shape_raise_value_error(name, which):
+    """A gradient (4,) for x in R^3 (or (3,) for y in R^2) raises a ValueError naming the part
+    and the shapes, where a broadcasting TypeError leaked from inside the update."""
+    alg = _SHAPE_ALGS[name]()
+    z0 = (jnp.full(3, 1 / 3), jnp.full(2, 0.5))
+    key = jax.random.key(0)
+    var, shapes = ("x", r"\(4,\) vs \(3,\)") if which == 0 else ("y", r"\(3,\) vs \(2,\)")
+    with pytest.raises(ValueError, match=rf"oracle\.grads\(x, y\)\[{which}\] and {var} disagree "
+                       rf"at leaf .*shape {shapes}"):
+        alg.update(alg.init(z0, key), _WrongGrads(which), key)
+
+
+def test_dual_smoothing_anchor_and_lmo_of_another_shape_raise_value_error():
+    """anchor_y must have y0's shapes (checked at init) and an LMO's output x's (at update)."""
+    S, key = lm.simplex_lmo(), jax.random.key(0)
+    z0 = (jnp.full(3, 1 / 3), jnp.full(2, 0.5))
+    alg = ds.dual_dynamic_smoothing(lmo_x=S, lmo_y=S, anchor_y=jnp.full(3, 1 / 3))
+    with pytest.raises(ValueError, match=r"anchor_y and y0 disagree at leaf .*\(3,\) vs \(2,\)"):
+        alg.init(z0, key)
+    alg = ds.dual_dynamic_smoothing(lmo_x=lambda g, k: jnp.zeros(4, g.dtype), lmo_y=S)
+    with pytest.raises(ValueError, match=r"lmo_x\(g\) and x disagree at leaf .*\(4,\) vs \(3,\)"):
+        alg.update(alg.init(z0, key), _WrongGrads(None), key)
+
+
 @pytest.mark.claims
 def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (key 0) passes except the documented non-reproductions, which

@@ -10,6 +10,7 @@ import pytest
 
 from experiments import runner
 from jaxopt_icml import base, problems
+from jaxopt_icml import minimax as mm
 from jaxopt_icml.minimax import stochastic_vi as sv
 from jaxopt_icml.testing import AlgorithmCase
 
@@ -193,6 +194,85 @@ def test_errors():
         init_in_jit(lambda k: 0 * k)
     with pytest.raises(ValueError, match="scalar >= 1"):
         sv.stochastic_fbf(0.5, batch_schedule=lambda k: jnp.ones(2))
+
+
+# --------------------------------------------------------------------------- shape checks
+
+# the field-consuming baselines (minimax/baselines.py, the SGDA / SEG baselines of this paper),
+# with the state tree each stores (None: none) and whether it calls field_fn
+_BASELINES = {
+    "sgda": (lambda: mm.sgda(0.1), None, False),
+    "extragradient": (lambda: mm.extragradient(0.1), None, True),
+    "dseg": (lambda: mm.dseg(0.1), None, True),
+    "ogda": (lambda: mm.ogda(0.1), "prev_field", False),
+    "popov": (lambda: mm.popov(0.1), "base", False),
+    "eag_c": (lambda: mm.eag_c(0.1), "anchor", True),
+    "feg": (lambda: mm.feg(0.1), "anchor", True),
+    "anchored_popov": (lambda: mm.anchored_popov(0.1), "anchor", False),
+}
+_LEAF = r"\['x'\]: shape \(4,\) vs \(3,\)"
+
+
+@pytest.mark.parametrize("name", sorted(_BASELINES))
+def test_baselines_reject_mismatched_trees_naming_the_leaf(name):
+    """A field whose leaf shape or tree structure differs from the point (or from the trees
+    the state stores, or a field_fn value that does) raises a ValueError naming the leaf at
+    trace time, also under jit, where a broadcasting TypeError leaked (or SGDA returned (4,)
+    updates for a (3,) point)."""
+    make, stored, two_call = _BASELINES[name]
+    tx = make()
+    field = lambda z, i=0: z  # noqa: E731
+    z = {"x": jnp.zeros(3), "y": jnp.ones((2, 2))}
+    state = tx.init(z)
+    good = jax.tree.map(jnp.ones_like, z)
+    bad = {**good, "x": jnp.ones(4)}
+    with pytest.raises(ValueError, match=name + r": updates and params disagree at leaf " + _LEAF):
+        tx.update(bad, state, z, field_fn=field)
+    with pytest.raises(ValueError, match=_LEAF):
+        jax.jit(lambda u, s, p: tx.update(u, s, p, field_fn=field))(bad, state, z)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        tx.update({**good, "extra": jnp.ones(2)}, state, z, field_fn=field)
+    assert "'extra'" in str(err.value)
+    if stored is not None:  # the point and the field agree, but not with the state's tree
+        other = {**z, "x": jnp.zeros(4)}
+        with pytest.raises(ValueError, match=rf"updates and state\.{stored} disagree at leaf "
+                           + _LEAF):
+            tx.update(jax.tree.map(jnp.ones_like, other), state, other, field_fn=field)
+    if two_call:
+        wrong = lambda w, i=0: {**w, "x": jnp.ones(4)}  # noqa: E731
+        with pytest.raises(ValueError, match=r"field_fn\(z\) and params disagree at leaf " + _LEAF):
+            tx.update(good, state, z, field_fn=wrong)
+
+
+class _Identity:
+    """The operator ``F(z) = z`` on any pytree."""
+
+    def operator(self, z, key):
+        del key
+        return z
+
+
+class _WrongOperator:
+    """An operator oracle whose value has a (4,) leaf where the point has (3,)."""
+
+    def operator(self, z, key):
+        del key
+        return {**z, "x": jnp.ones(4, z["x"].dtype)}
+
+
+def test_fbf_rejects_operator_or_prox_of_another_shape():
+    """stochastic_fbf names the leaf where the operator's value (or the prox's output) and the
+    iterate disagree, instead of a broadcasting TypeError inside the update."""
+    z0 = {"x": jnp.zeros(3), "y": jnp.zeros(2)}
+    key = jax.random.key(0)
+    alg = sv.stochastic_fbf(0.1, batch_schedule=1)
+    with pytest.raises(ValueError, match=r"stochastic_fbf: oracle\.operator\(z\) and z disagree "
+                       r"at leaf " + _LEAF):
+        alg.update(alg.init(z0, key), _WrongOperator(), key)
+    bad_prox = sv.stochastic_fbf(0.1, batch_schedule=1,
+                                 prox=lambda z, t: {**z, "x": jnp.zeros(4, z["x"].dtype)})
+    with pytest.raises(ValueError, match=r"prox\(z, t\) and z disagree at leaf " + _LEAF):
+        bad_prox.update(bad_prox.init(z0, key), _Identity(), key)
 
 
 @pytest.mark.claims

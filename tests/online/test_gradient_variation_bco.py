@@ -356,6 +356,25 @@ def test_experiment_padding_runs_the_low_dimensional_problem(experiment):
 # --------------------------------------------------------------------------- claims
 
 
+def test_optimistic_ogd_rejects_a_gradient_of_another_shape():
+    """A (4,) gradient for a point in R^3 raises a ValueError naming the shapes (a broadcasting
+    TypeError leaked from the update)."""
+
+    class _Wrong:
+        def grad(self, x, t):
+            del t
+            return jnp.ones(x.shape[0] + 1, x.dtype)
+
+        def value(self, x, t):
+            del t
+            return jnp.sum(x)
+
+    alg, key = tp.optimistic_ogd(), jax.random.key(0)
+    with pytest.raises(ValueError, match=r"optimistic_ogd: oracle\.grad\(x\) and x disagree "
+                       r"at leaf .*shape \(4,\) vs \(3,\)"):
+        alg.update(alg.init(jnp.zeros(3), key), _Wrong(), key)
+
+
 @pytest.mark.claims
 def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (key 0); the documented non-reproductions (KNOWN_FAILING)

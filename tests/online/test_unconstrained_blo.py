@@ -402,6 +402,56 @@ def test_errors():
         cb.coin_betting().update(jnp.ones(2), cb.coin_betting().init(jnp.ones(2)))
 
 
+# the OLO learners with the state trees each stores
+_OLO = {
+    "coin_betting": (lambda: cb.coin_betting(1.0, 2.0), "origin"),
+    "kt_betting": (lambda: cb.kt_betting(1.0, 2.0), "origin"),
+    "projected_ogd": (lambda: cb.projected_ogd(0.1, radius=1.0), "origin"),
+    "dynamic_ensemble": (lambda: cb.dynamic_ensemble((1.0, 2.0), radius=1.0), "origin"),
+}
+_LEAF = r"\['x'\]: shape \(4,\) vs \(3,\)"
+
+
+@pytest.mark.parametrize("name", sorted(_OLO))
+def test_olo_learners_reject_mismatched_trees_naming_the_leaf(name):
+    """Loss vectors whose leaf shape or tree structure differs from the params (or from the
+    point the state was made for) raise a ValueError naming the leaf, also under jit, where a
+    dot_general TypeError or a bare zip() error leaked."""
+    make, stored = _OLO[name]
+    tx = make()
+    w = {"x": jnp.zeros(3), "y": jnp.ones((2, 2))}
+    state = tx.init(w)
+    good = jax.tree.map(jnp.ones_like, w)
+    bad = {**good, "x": jnp.ones(4)}
+    with pytest.raises(ValueError, match=r"updates and params disagree at leaf " + _LEAF):
+        tx.update(bad, state, w)
+    with pytest.raises(ValueError, match=_LEAF):
+        jax.jit(tx.update)(bad, state, w)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        tx.update({**good, "extra": jnp.ones(1)}, state, w)
+    assert "'extra'" in str(err.value)
+    other = {**w, "x": jnp.zeros(4)}
+    with pytest.raises(ValueError, match=rf"updates and state\.{stored} disagree at leaf " + _LEAF):
+        tx.update(jax.tree.map(jnp.ones_like, other), state, other)
+
+
+def test_full_information_rejects_a_gradient_of_another_shape():
+    """The gradient oracle's value must have w's shapes: a ValueError names the leaf, with any
+    learner (a broadcasting TypeError used to leak from optax.apply_updates or the learner)."""
+
+    class _Wrong:
+        def gradient(self, w, key, t):
+            del key, t
+            return {**w, "x": jnp.ones(4, w["x"].dtype)}
+
+    w0, key = {"x": jnp.zeros(3), "y": jnp.zeros(2)}, jax.random.key(0)
+    for olo in (optax.sgd(0.1), cb.coin_betting(1.0, 2.0)):
+        alg = pt.full_information(olo)
+        with pytest.raises(ValueError, match=r"oracle\.gradient\(w\) and w disagree at leaf "
+                           + _LEAF):
+            alg.update(alg.init(w0, key), _Wrong(), key)
+
+
 @pytest.mark.claims
 def test_claims_quick(experiment, quick_results):
     """Every QUICK claim (key 0) passes except the documented KNOWN_FAILING ones."""

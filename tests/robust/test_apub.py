@@ -313,6 +313,24 @@ def test_errors():
         lp_lib.prepare_lp(None, ruiz_iters=-1)
 
 
+def test_reweighter_rejects_scenario_gradients_of_another_shape():
+    """Scenario gradients must be x's pytree with a leading scenario axis: a (N, 4) leaf for a
+    (3,) x raises a ValueError naming the leaf (a broadcasting error leaked from the step)."""
+
+    class _Wrong(NamedTuple):
+        n: int
+
+        def scenario_value_and_grad(self, x):
+            return jnp.zeros(self.n), {**x, "a": jnp.ones((self.n, 4))}
+
+    alg = apub.scenario_reweighter(optax.sgd(0.1), num_boot=4, num_scenarios=3)
+    key = jax.random.PRNGKey(0)
+    state = alg.init({"a": jnp.zeros(3), "b": jnp.zeros(())}, key)
+    with pytest.raises(ValueError, match=r"scenario_reweighter: .*after the scenario axis\) and x "
+                       r"disagree at leaf \['a'\]: shape \(4,\) vs \(3,\)"):
+        alg.update(state, _Wrong(3), key)
+
+
 @pytest.mark.claims
 def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions

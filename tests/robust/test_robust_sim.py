@@ -447,6 +447,28 @@ def test_errors():
 # --------------------------------------------------------------------------- claims
 
 
+@pytest.mark.parametrize("method", ["filter", "mean"])
+def test_aggregate_rejects_per_example_gradients_of_another_shape(method):
+    """With params given, per-example updates whose shape after the example axis (or whose
+    tree structure) differs from the params raise a ValueError naming the leaf, also under
+    jit; they used to pass silently ((4,) updates returned for (3,) params)."""
+    tx = rm.aggregate(0.1, method, rounds=2, power_iters=2)
+    params = {"a": jnp.zeros(3), "b": jnp.zeros((2, 2))}
+    state = tx.init(params)
+    per = {"a": jnp.ones((5, 3)), "b": jnp.ones((5, 2, 2))}
+    bad = {**per, "a": jnp.ones((5, 4))}
+    leaf = r"\['a'\]: shape \(4,\) vs \(3,\)"
+    with pytest.raises(ValueError, match=r"aggregate: updates \(after the leading per-example "
+                       r"axis\) and params disagree at leaf " + leaf):
+        tx.update(bad, state, params)
+    with pytest.raises(ValueError, match=leaf):
+        jax.jit(tx.update)(bad, state, params)
+    with pytest.raises(ValueError, match="different tree structures") as err:
+        tx.update({**per, "extra": jnp.ones((5, 1))}, state, params)
+    assert "'extra'" in str(err.value)
+    tx.update(per, state, params)  # the matching shapes pass
+
+
 @pytest.mark.claims
 def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions

@@ -327,6 +327,23 @@ def test_zo_optimizer_field_and_descent():
     assert float(trace[-1]) < float(_quad(x0)) - 0.5 * (float(_quad(x0)) - float(trace.min()))
 
 
+@pytest.mark.parametrize("transformation", ["sgd", "adam"])
+def test_zo_optimizer_rejects_an_estimate_of_another_shape(transformation):
+    """A user estimator whose estimate has another leaf shape than x raises a ValueError naming
+    the leaf; with optax.sgd or optax.adam it used to pass silently (the scalar leaf of x became
+    a (2,) leaf)."""
+
+    def wrong(value_fn, x, key):
+        g = jax.tree.map(jnp.zeros_like, x)
+        return {**g, "s": jnp.ones(2)}, {"oracle_calls": 0}
+
+    alg = zo_optimizer(wrong, getattr(optax, transformation)(0.1))
+    k = jax.random.key(0)
+    with pytest.raises(ValueError, match=r"zo_optimizer: estimator\(value_fn, x\)\[0\] and x "
+                       r"disagree at leaf \['s'\]: shape \(2,\) vs \(\)"):
+        alg.update(alg.init(_tree(), k), _Oracle(_quad), k)
+
+
 @pytest.mark.parametrize("call,name", [
     (lambda: two_point(0.0), "radius"),
     (lambda: two_point(-1.0), "radius"),
