@@ -3,10 +3,13 @@
 Commands::
 
     list                         catalog slugs, titles and which have an experiment
-    run <slug> [--quick] [--seeds N] [--out DIR] [--resume] [--strict] [--shard] [--key K]
-                                 run one experiment, print its claims table, write
-                                 DIR/results.json and DIR/<figure>.png
-                                 (default DIR: runs/<slug>, or runs/<slug>-quick)
+    run <slug> [--quick] [--seeds N] [--out DIR] [--resume | --overwrite] [--strict] [--shard]
+        [--key K]                run one experiment, print its claims table, write
+                                 DIR/results.json (with provenance: commit, command, device,
+                                 versions) and DIR/<figure>.png
+                                 (default DIR: runs/<slug>, or runs/<slug>-quick); DIR belongs
+                                 to one experiment (DIR/experiment.json), and checkpoints
+                                 already in DIR need --resume or --overwrite
     catalog [--claims] [--json]  what exists for each paper (code, tests, experiment, notebook,
                                  claims), derived from the repository
     papers [--check]             regenerate README.md's table of papers from the catalog
@@ -21,12 +24,18 @@ Commands::
 Adding a command: write a module with ``add_arguments(parser)`` and ``main(args) -> int`` and
 register it in :data:`COMMANDS` with :func:`from_module` (imported only when the command is used),
 or register a :class:`Command` built from two functions.
+
+Every command takes ``--debug``. An expected user error (:class:`experiments.runner.UserError`:
+a bad flag, a path, checkpoints that cannot be resumed, a missing extra) is one line on stderr
+and exit status 2; ``--debug`` shows its traceback instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -83,8 +92,11 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
     parser.add_argument("--out", default=None,
                         help="output directory (default runs/<slug>, runs/<slug>-quick)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue from the checkpoints under the output directory")
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="continue from the checkpoints under the output directory")
+    again.add_argument("--overwrite", action="store_true",
+                       help="delete the checkpoints under the output directory and start again")
     parser.add_argument("--strict", action="store_true",
                         help="exit with status 1 when a claim fails")
     parser.add_argument("--shard", action="store_true",
@@ -93,15 +105,52 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", type=int, default=0, help="PRNG seed of the run (default 0)")
 
 
+RUN_MARKER = "experiment.json"
+
+
+def _prepare_out(out: Path, slug: str, *, resume: bool, overwrite: bool) -> None:
+    """Creates the run folder ``out`` for experiment ``slug``, or checks an existing one.
+
+    Raises:
+      UserError: ``out`` is a file or cannot be created or written; it belongs to another
+        experiment (its ``experiment.json`` or ``results.json`` names another slug); it holds
+        checkpoints and neither ``resume`` nor ``overwrite`` is set.
+    """
+    from experiments import runner
+
+    if out.exists() and not out.is_dir():
+        raise runner.UserError(f"--out {out} is an existing file, not a folder; pass another "
+                               "--out")
+    owners = []
+    for name in (RUN_MARKER, "results.json"):
+        try:
+            owners.append(json.loads((out / name).read_text()).get("slug"))
+        except (OSError, ValueError, AttributeError):
+            pass
+    other = next((o for o in owners if o and o != slug), None)
+    if other is not None:
+        raise runner.UserError(f"--out {out} is the run folder of experiment {other!r}, not "
+                               f"{slug!r}; pass another --out")
+    saved = runner.saved_checkpoints(out)
+    if saved and overwrite:
+        shutil.rmtree(out / "checkpoints")
+    elif saved and not resume:
+        where = ", ".join(f"{k} at chunk {v}" for k, v in saved.items())
+        raise runner.UserError(f"{out / 'checkpoints'} holds checkpoints ({where}); pass --resume "
+                               "to continue them or --overwrite to replace them")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        runner.write_json(out / RUN_MARKER, {"slug": slug})
+    except OSError as err:
+        raise runner.UserError(f"cannot write to --out {out}: "
+                               f"{err.strerror or err}") from None
+
+
 def _run_main(args: argparse.Namespace) -> int:
     from experiments import runner
 
     runner.use_agg()
-    try:
-        exp = runner.load(args.slug)
-    except runner.UnknownExperiment as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    exp = runner.load(args.slug)  # UnknownExperiment: one line, status 2 (main)
 
     import jax
 
@@ -110,32 +159,43 @@ def _run_main(args: argparse.Namespace) -> int:
     try:
         cfg = runner.with_seeds(exp.QUICK if args.quick else exp.FULL, args.seeds)
     except ValueError as err:
-        print(f"error: --seeds: {err}", file=sys.stderr)
-        return 2
+        raise runner.UserError(f"--seeds: {err}") from None
     num_devices = jax.device_count()
     if args.shard and cfg.seeds % num_devices:
-        print(f"error: --shard needs seeds ({cfg.seeds}) to be a multiple of the device count "
-              f"({num_devices}); pass --seeds", file=sys.stderr)
-        return 2
+        raise runner.UserError(
+            f"--shard needs seeds ({cfg.seeds}) to be a multiple of the device count "
+            f"({num_devices}); pass --seeds")
     out = Path(args.out or Path("runs") / (args.slug + ("-quick" if args.quick else "")))
-    out.mkdir(parents=True, exist_ok=True)
+    _prepare_out(out, exp.SLUG, resume=args.resume, overwrite=args.overwrite)
     print(f"{exp.SLUG}: {'QUICK' if args.quick else 'FULL'} config, {cfg.seeds} seeds, "
           f"key {args.key}, {num_devices} {jax.default_backend()} device(s) -> {out}")
     if args.resume and not getattr(exp, "RESUMABLE", False):
         print(f"note: {exp.SLUG} has no checkpointed loop (RESUMABLE is not set): --resume "
               "changes nothing, the run starts from the beginning", file=sys.stderr)
 
+    def report(kind: str, message: str) -> None:
+        reports.append(kind)
+        print(message, file=sys.stderr, flush=True)
+
+    reports: list[str] = []
     start = time.perf_counter()
-    results = exp.run(cfg, jax.random.PRNGKey(args.key), shard=args.shard, progress=True,
-                      out_dir=str(out), resume=args.resume)
-    results = jax.block_until_ready(results)
+    with runner.reporting(report):
+        results = exp.run(cfg, jax.random.PRNGKey(args.key), shard=args.shard, progress=True,
+                          out_dir=str(out), resume=args.resume)
+        results = jax.block_until_ready(results)
+    if args.resume and getattr(exp, "RESUMABLE", False) and not reports:
+        print(f"note: nothing was resumed: {exp.SLUG} saved no checkpoint under {out} in this "
+              "run", file=sys.stderr)
     wall = time.perf_counter() - start
 
     claims = theory.check(exp.CLAIMS, results)
     known = set(getattr(exp, "KNOWN_FAILING", ()))
     metrics = exp.summarize(results)
     figures = exp.plot(results, cfg)
-    paths = runner.save_figures(figures, out)
+    try:
+        paths = runner.save_figures(figures, out)
+    except OSError as err:
+        raise runner.UserError(f"cannot write the figures to {out}: {err}") from None
     payload = {
         "slug": exp.SLUG,
         "title": exp.TITLE,
@@ -144,6 +204,7 @@ def _run_main(args: argparse.Namespace) -> int:
         "key": args.key,
         "shard": bool(args.shard),
         "resume": bool(args.resume),
+        "provenance": runner.provenance(getattr(args, "argv", None)),
         "config": runner.config_dict(cfg),
         "versions": runner.versions(),
         "devices": runner.devices(),
@@ -154,7 +215,10 @@ def _run_main(args: argparse.Namespace) -> int:
         "known_failing": sorted(known),
         "figures": [p.name for p in paths],
     }
-    results_path = runner.write_json(out / "results.json", payload)
+    try:
+        results_path = runner.write_json(out / "results.json", payload)
+    except OSError as err:
+        raise runner.UserError(f"cannot write {out / 'results.json'}: {err}") from None
 
     print(f"\nrun took {wall:.1f} s")
     for name, value in runner.to_jsonable(metrics).items():
@@ -202,13 +266,33 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=command.help, description=command.help)
         if name == selected:
             command.add_arguments(p)
+            p.add_argument("--debug", action="store_true",
+                           help="show the traceback of an error instead of one line")
     return parser
 
 
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Runs the command in ``argv``; an expected user error (:class:`runner.UserError`, an
+    unknown slug) prints ``error: <one line>`` on stderr and returns 2, or raises with
+    ``--debug``."""
+    from experiments.runner.errors import UserError
+    from experiments.runner.loading import UnknownExperiment
+
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(argv).parse_args(argv)
-    return int(COMMANDS[args.command].main(args) or 0)
+    debug = "--debug" in argv
+    try:
+        args = build_parser(argv).parse_args(argv)
+        args.argv = argv
+        return int(COMMANDS[args.command].main(args) or 0)
+    except (UserError, UnknownExperiment) as err:
+        if debug:
+            raise
+        print(f"error: {_one_line(err)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

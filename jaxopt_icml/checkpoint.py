@@ -11,6 +11,12 @@ Example::
     checkpoint.save("/tmp/run", 100, {"params": params, "opt_state": state})
     target = jax.eval_shape(lambda: {"params": params, "opt_state": opt.init(params)})
     restored = checkpoint.restore("/tmp/run", target)          # latest step
+    step, restored, skipped = checkpoint.restore_newest_valid("/tmp/run", target)
+
+A save is committed atomically by orbax (written to a temporary folder, then renamed), so a
+process killed while saving leaves the previous steps intact. A step damaged afterwards (a data
+file truncated or emptied) fails to restore; :func:`restore_newest_valid` then falls back to the
+newest step that restores.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ import os
 import jax
 import orbax.checkpoint as ocp
 
-__all__ = ["latest_step", "restore", "save", "manager"]
+__all__ = ["CorruptCheckpoint", "latest_step", "manager", "restore", "restore_newest_valid",
+           "save", "steps"]
 
 
 def _abs(directory) -> str:
@@ -48,6 +55,63 @@ def latest_step(directory) -> int | None:
         return None
     with manager(directory) as mngr:
         return mngr.latest_step()
+
+
+class CorruptCheckpoint(ValueError):
+    """No saved step of a checkpoint directory restores (each is partial or corrupt)."""
+
+
+def steps(directory) -> list[int]:
+    """Every committed step under ``directory``, ascending (``[]`` when there is none).
+
+    Folders orbax left uncommitted (a save interrupted before its final rename) are not steps.
+    """
+    if not os.path.isdir(_abs(directory)):
+        return []
+    with manager(directory) as mngr:
+        return sorted(int(s) for s in mngr.all_steps())
+
+
+def restore_newest_valid(directory, target, *, max_step: int | None = None,
+                         remove_invalid: bool = False):
+    """Restores the newest step of ``directory`` that restores, trying older ones in turn.
+
+    Args:
+      directory: the checkpoint directory given to :func:`save`.
+      target: the restore target, as in :func:`restore`.
+      max_step: only steps ``<= max_step`` are tried (``None``: all).
+      remove_invalid: delete the step folders newer than the one restored that failed to
+        restore, so that saving those steps again is possible.
+
+    Returns:
+      ``(step, state, skipped)``: the step restored, its state, and ``[(step, reason), ...]``
+      for the newer steps that failed (newest first; ``reason`` is the error's one-line text).
+      ``(None, None, [])`` when the directory holds no step.
+
+    Raises:
+      CorruptCheckpoint: steps exist but none restores.
+    """
+    import shutil
+
+    candidates = [s for s in reversed(steps(directory)) if max_step is None or s <= max_step]
+    skipped = []
+    for step in candidates:
+        try:
+            state = restore(directory, target, step=step)
+        except Exception as err:  # noqa: BLE001 - any failure marks the step as unusable
+            text = " ".join(str(err).split()) or type(err).__name__
+            skipped.append((step, f"{type(err).__name__}: {text[:200]}"))
+            continue
+        if remove_invalid:
+            for bad, _ in skipped:
+                shutil.rmtree(os.path.join(_abs(directory), str(bad)), ignore_errors=True)
+        return step, state, skipped
+    if skipped:
+        raise CorruptCheckpoint(
+            f"no valid checkpoint under {_abs(directory)}: steps "
+            f"{', '.join(str(s) for s, _ in skipped)} are partial or corrupt "
+            f"(step {skipped[0][0]}: {skipped[0][1]})")
+    return None, None, []
 
 
 def restore(directory, target, *, step: int | None = None):

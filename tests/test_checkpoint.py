@@ -80,3 +80,27 @@ def test_errors(tmp_path):
     for bad in (-1, 1.0, True, None):
         with pytest.raises(ValueError, match="step"):
             checkpoint.save(tmp_path, bad, {"v": jnp.zeros(2)})
+
+
+def _empty_data_files(step_dir):
+    """Truncates every array data file of one saved step (as a disk error or a partial copy)."""
+    files = [p for p in step_dir.rglob("*") if p.is_file() and p.parent.name == "d"
+             and p.parent.parent.name == "default"]
+    assert files
+    for p in files:
+        p.write_bytes(b"")
+
+
+def test_restore_newest_valid_skips_a_corrupt_newest_step(tmp_path):
+    for step in (1, 2, 3):
+        checkpoint.save(tmp_path, step, {"v": jnp.full((2,), float(step))})
+    _empty_data_files(tmp_path / "3")
+    target = {"v": jax.ShapeDtypeStruct((2,), jnp.float32)}
+    step, state, skipped = checkpoint.restore_newest_valid(tmp_path, target, remove_invalid=True)
+    assert step == 2 and [s for s, _ in skipped] == [3] and "\n" not in skipped[0][1]
+    np.testing.assert_array_equal(state["v"], [2.0, 2.0])
+    assert checkpoint.steps(tmp_path) == [2]  # the corrupt step is gone, so it can be redone
+    _empty_data_files(tmp_path / "2")
+    with pytest.raises(checkpoint.CorruptCheckpoint, match="no valid checkpoint"):
+        checkpoint.restore_newest_valid(tmp_path, target)
+    assert checkpoint.restore_newest_valid(tmp_path / "none", target) == (None, None, [])

@@ -1,6 +1,13 @@
 """The shared experiment runner: seeds to keys, programs over seeds, the checkpointed loop."""
 
 import dataclasses
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -188,3 +195,127 @@ def test_checkpoints_of_another_layout_are_refused(tmp_path):
     with pytest.raises(ValueError, match="layout"):
         runner.checkpointed_loop(_chunk_fn(), state0, 3, out_dir=tmp_path, cfg=_Cfg(), keys=keys,
                                  resume=True)
+
+
+def _empty_data_files(step_dir):
+    """Truncates every array data file of one saved chunk (a disk error, a partial copy)."""
+    files = [p for p in Path(step_dir).rglob("*") if p.is_file() and p.parent.name == "d"
+             and p.parent.parent.name == "default"]
+    assert files
+    for p in files:
+        p.write_bytes(b"")
+
+
+def test_resume_falls_back_past_a_corrupt_newest_chunk(tmp_path):
+    cfg, keys = _Cfg(), runner.seed_keys(jax.random.PRNGKey(0), 4)
+    state0 = {"x": jnp.ones(3), "count": jnp.int32(0)}
+    run_chunk = _chunk_fn()
+    full = runner.checkpointed_loop(run_chunk, state0, 6)
+    runner.checkpointed_loop(run_chunk, state0, 4, out_dir=tmp_path, name="m", cfg=cfg, keys=keys)
+    _empty_data_files(tmp_path / "checkpoints" / "m" / "4")
+    reports = []
+    with runner.reporting(lambda kind, msg: reports.append((kind, msg))):
+        resumed = runner.checkpointed_loop(run_chunk, state0, 6, out_dir=tmp_path, name="m",
+                                           cfg=cfg, keys=keys, resume=True)
+    np.testing.assert_array_equal(resumed["x"], full["x"])  # bitwise: chunk 3 restored, 4-6 run
+    assert int(resumed["count"]) == 6
+    assert [k for k, _ in reports] == ["fallback", "resumed"]
+    assert all("\n" not in m for _, m in reports)
+    assert "chunk 4" in reports[0][1] and "falling back to chunk 3" in reports[0][1]
+    assert "resumed loop 'm' at chunk 3 of 6" in reports[1][1]
+    # without a reporter the fallback is a warning
+    runner.checkpointed_loop(run_chunk, state0, 4, out_dir=tmp_path, name="m", cfg=cfg, keys=keys)
+    _empty_data_files(tmp_path / "checkpoints" / "m" / "4")
+    with pytest.warns(RuntimeWarning, match="partial or corrupt"):
+        runner.checkpointed_loop(run_chunk, state0, 5, out_dir=tmp_path, name="m", cfg=cfg,
+                                 keys=keys, resume=True)
+
+
+def test_resume_with_no_valid_chunk_or_record_is_a_clear_error(tmp_path):
+    cfg, keys = _Cfg(), runner.seed_keys(jax.random.PRNGKey(0), 4)
+    state0 = {"x": jnp.ones(3), "count": jnp.int32(0)}
+    runner.checkpointed_loop(_chunk_fn(), state0, 4, out_dir=tmp_path, name="m", cfg=cfg,
+                             keys=keys)
+    for step in ("3", "4"):
+        _empty_data_files(tmp_path / "checkpoints" / "m" / step)
+    with pytest.raises(runner.CheckpointError, match="no valid checkpoint.*--overwrite"):
+        runner.checkpointed_loop(_chunk_fn(), state0, 6, out_dir=tmp_path, name="m", cfg=cfg,
+                                 keys=keys, resume=True)
+    (tmp_path / "checkpoints" / runner.CHECKPOINT_CONFIG).write_text('{"config": ')
+    with pytest.raises(runner.CheckpointError, match="config.json is unreadable"):
+        runner.checkpointed_loop(_chunk_fn(), state0, 6, out_dir=tmp_path, name="m", cfg=cfg,
+                                 keys=keys, resume=True)
+
+
+def test_resume_reports_that_nothing_was_saved(tmp_path):
+    reports = []
+    with runner.reporting(lambda kind, msg: reports.append((kind, msg))):
+        runner.checkpointed_loop(_chunk_fn(), {"x": jnp.ones(3), "count": jnp.int32(0)}, 2,
+                                 out_dir=tmp_path, name="m", cfg=_Cfg(),
+                                 keys=runner.seed_keys(jax.random.PRNGKey(0), 4), resume=True)
+    assert [k for k, _ in reports] == ["fresh"] and "nothing to resume" in reports[0][1]
+
+
+_KILLED_LOOP = textwrap.dedent("""
+    import dataclasses, sys
+    import jax, jax.numpy as jnp
+    from experiments import runner
+    from jaxopt_icml import checkpoint
+
+    @dataclasses.dataclass(frozen=True)
+    class Cfg:
+        seeds: int = 4
+        steps: int = 6
+
+    save = checkpoint.save
+    def announced_save(directory, step, pytree, **kw):
+        print(f"saving {step}", flush=True)
+        save(directory, step, pytree, **kw)
+    checkpoint.save = announced_save
+
+    @jax.jit
+    def run_chunk(state, c):
+        noise = jax.random.normal(jax.random.fold_in(jax.random.PRNGKey(1), c), (3,))
+        return {"x": 0.5 * state["x"] + noise, "count": state["count"] + 1}
+
+    runner.checkpointed_loop(run_chunk, {"x": jnp.ones(3), "count": jnp.int32(0)}, 10000,
+                             out_dir=sys.argv[1], name="m", cfg=Cfg(),
+                             keys=runner.seed_keys(jax.random.PRNGKey(0), 4))
+""")
+
+
+def test_a_run_killed_while_saving_resumes_from_the_last_complete_chunk(tmp_path):
+    import signal
+
+    script = tmp_path / "loop.py"
+    script.write_text(_KILLED_LOOP)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "JAX_PLATFORMS": "cpu"}
+    env.pop("XLA_FLAGS", None)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path / "run")], cwd=root,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+    target = random.Random().randint(2, 4)
+    try:
+        for line in proc.stdout:
+            if line.strip() == f"saving {target}":
+                break
+        time.sleep(random.Random().uniform(0.0, 0.01))
+        os.kill(proc.pid, signal.SIGKILL)  # a save is under way
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    cfg, keys = _Cfg(), runner.seed_keys(jax.random.PRNGKey(0), 4)
+    state0 = {"x": jnp.ones(3), "count": jnp.int32(0)}
+    reports = []
+    with runner.reporting(lambda kind, msg: reports.append((kind, msg))):
+        resumed = runner.checkpointed_loop(_chunk_fn(), state0, 12, out_dir=tmp_path / "run",
+                                           name="m", cfg=cfg, keys=keys, resume=True)
+    full = runner.checkpointed_loop(_chunk_fn(), state0, 12)
+    np.testing.assert_array_equal(resumed["x"], full["x"])
+    assert int(resumed["count"]) == 12
+    kinds = [k for k, _ in reports]
+    assert kinds[-1] == "resumed", reports
+    step = int(reports[-1][1].split(" at chunk ")[1].split()[0])
+    assert step in (target - 1, target)  # the last complete chunk

@@ -8,9 +8,13 @@ runner`` and use the names below.
 * :mod:`~experiments.runner.seeds`: :func:`seed_keys` and :func:`stream_key` (seeds to keys),
   :func:`seeded_program` (jit or shard a seed-vmapped function).
 * :mod:`~experiments.runner.loop`: :func:`progress` bars and :func:`checkpointed_loop` (orbax
-  checkpoints after every chunk, exact ``--resume``).
-* :mod:`~experiments.runner.records`: JSON, versions, devices, the QUICK records the notebooks
-  leave for the claims tests (:func:`record_claims`, :func:`quick_results`), :func:`describe`.
+  checkpoints after every chunk, exact ``--resume``, a corrupt newest chunk skipped),
+  :func:`reporting` (what a resume did), :func:`saved_checkpoints`.
+* :mod:`~experiments.runner.errors`: :class:`UserError` (one line on stderr, exit status 2)
+  and :class:`CheckpointError`.
+* :mod:`~experiments.runner.records`: JSON, versions, devices, :func:`provenance`, the QUICK
+  records the notebooks leave for the claims tests (:func:`record_claims`,
+  :func:`quick_results`), :func:`describe`.
 * :mod:`~experiments.runner.claims`: :func:`check_quick_claims` (the per-paper claims test) and
   :func:`claim_values` (the claims' lines of a summary).
 * :mod:`~experiments.runner.plotting`: :func:`use_agg`, :func:`band_plot`,
@@ -19,6 +23,7 @@ runner`` and use the names below.
 
 from experiments.runner.claims import check_quick_claims, claim_values
 from experiments.runner.configs import config_dict, with_seeds
+from experiments.runner.errors import CheckpointError, UserError
 from experiments.runner.loading import (
     EXPERIMENT_INTERFACE,
     UnknownExperiment,
@@ -37,6 +42,8 @@ from experiments.runner.loop import (
     checkpoint_dir,
     checkpointed_loop,
     progress,
+    reporting,
+    saved_checkpoints,
 )
 from experiments.runner.plotting import band_plot, finish_axes, save_figures, use_agg
 from experiments.runner.records import (
@@ -45,6 +52,7 @@ from experiments.runner.records import (
     describe,
     devices,
     fast_cpu_compile_options,
+    provenance,
     quick_results,
     record_claims,
     source_fingerprint,
@@ -65,11 +73,13 @@ from experiments.runner.seeds import (
 
 __all__ = [
     "CHECKPOINT_CONFIG",
+    "CheckpointError",
     "EXPERIMENT_INTERFACE",
     "RECORD_ENV",
     "REUSE_ENV",
     "STREAMS",
     "UnknownExperiment",
+    "UserError",
     "available_slugs",
     "band_plot",
     "check_checkpoint_config",
@@ -88,12 +98,15 @@ __all__ = [
     "notebook_path",
     "paper",
     "progress",
+    "provenance",
     "quick_results",
     "rbg_key",
     "record_claims",
+    "reporting",
     "seed_int",
     "repo_root",
     "save_figures",
+    "saved_checkpoints",
     "seed_keys",
     "seed_of",
     "seed_sequence",

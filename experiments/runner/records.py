@@ -11,6 +11,9 @@ import math
 import os
 import pickle
 import platform
+import shlex
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ __all__ = [
     "describe",
     "devices",
     "fast_cpu_compile_options",
+    "provenance",
     "quick_results",
     "record_claims",
     "source_fingerprint",
@@ -103,6 +107,7 @@ def record_claims(exp, cfg, key: int, claims, *, quick: bool, results=None,
         "key": int(key),
         "config": config_dict(cfg),
         "versions": versions(),
+        "provenance": provenance(),
         "recorded_by": "notebook",
         "claims": [c.as_dict() for c in claims],
         "all_claims_passed": all(c.passed for c in claims),
@@ -194,6 +199,35 @@ def versions() -> dict:
 
         out["jaxopt_icml"] = jaxopt_icml.__version__
     return out
+
+
+def _git(*args: str) -> str | None:
+    """``git <args>`` in the repository's checkout, stripped; ``None`` without git or a repo."""
+    try:
+        proc = subprocess.run(["git", *args], cwd=repo_root(), capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def provenance(argv=None) -> dict:
+    """Where a result came from: ``commit`` (``git rev-parse HEAD``), ``dirty`` (uncommitted
+    changes to tracked files), ``command`` (the command line; ``argv`` are the arguments after
+    ``python -m experiments``, default ``sys.argv``), ``device_kind`` and ``backend`` (JAX's
+    first device) and :func:`versions`. ``commit`` and ``dirty`` are ``None`` without git or
+    outside a checkout."""
+    import jax
+
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    if argv is None:
+        command = shlex.join([os.path.basename(sys.executable), *sys.argv])
+    else:
+        command = shlex.join(["python", "-m", "experiments", *map(str, argv)])
+    return {"commit": commit or None, "dirty": None if status is None else bool(status),
+            "command": command, "device_kind": jax.devices()[0].device_kind,
+            "backend": jax.default_backend(), "versions": versions()}
 
 
 def devices() -> list[str]:

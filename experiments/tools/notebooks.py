@@ -25,13 +25,13 @@ Optional experiment-module attributes that the notebook uses when present:
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import re
 import sys
 from pathlib import Path
-
-import nbformat
+from typing import TYPE_CHECKING
 
 from experiments import runner
 from jaxopt_icml import catalog
@@ -42,8 +42,21 @@ REPO_URL = "https://github.com/jaxopt-icml/jaxopt_icml"
 BRANCH = "main"
 QUICK_ENV = "JAXOPT_ICML_QUICK"
 
+if TYPE_CHECKING:
+    import nbformat
+
 __all__ = ["BRANCH", "QUICK_ENV", "REPO_URL", "build", "check", "execute", "main", "notebook_path",
            "render", "write"]
+
+
+def _dev_module(name: str):
+    """Imports ``name``, a package of the ``[dev]`` extra (nbformat, nbclient), or raises
+    :class:`experiments.runner.UserError` naming the install command."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise runner.UserError(f"the notebooks command needs {name}, from the [dev] extra: "
+                               'pip install -e ".[dev]"') from None
 
 
 def notebook_path(slug: str) -> Path:
@@ -249,6 +262,7 @@ else:
 
 def build(slug: str, exp=None) -> nbformat.NotebookNode:
     """The notebook for ``slug`` (``exp``: the experiment module, loaded when omitted)."""
+    nbformat = _dev_module("nbformat")
     paper = catalog.get(slug)
     exp = runner.load(slug) if exp is None else exp
     nb = nbformat.v4.new_notebook()
@@ -273,6 +287,7 @@ def build(slug: str, exp=None) -> nbformat.NotebookNode:
 
 def render(slug: str, exp=None) -> str:
     """The notebook file's exact text."""
+    nbformat = _dev_module("nbformat")
     text = nbformat.writes(build(slug, exp), version=4)
     return text if text.endswith("\n") else text + "\n"
 
@@ -336,7 +351,8 @@ def execute(slug: str, *, quick: bool = True, timeout: int = 900) -> nbformat.No
     host device count (see :func:`_kernel_environment`). Raises
     ``nbclient.exceptions.CellExecutionError`` on the first cell that fails.
     """
-    import nbclient
+    nbformat = _dev_module("nbformat")
+    nbclient = _dev_module("nbclient")
 
     for attempt in range(_KERNEL_START_ATTEMPTS):
         nb = nbformat.read(notebook_path(slug), as_version=4)
@@ -375,6 +391,9 @@ def add_arguments(parser) -> None:
 
 
 def main(args) -> int:
+    _dev_module("nbformat")  # a missing [dev] extra is one line before any work
+    if args.execute:
+        _dev_module("nbclient")
     try:
         slugs = _slugs(args.slugs)
     except runner.UnknownExperiment as err:

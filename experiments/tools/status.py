@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
+import time
 from pathlib import Path
 
 from experiments.runner import loading
@@ -170,8 +172,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def _format_seconds(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+def _rows_with_progress(papers, stream=None) -> list:
+    """``[(paper, status(paper, claims=True))]``, printing one line per paper on ``stream``
+    (stderr): its outcome, the time it took and an estimate of the time left (the mean time of
+    the experiments run so far, times the experiments left)."""
+    stream = sys.stderr if stream is None else stream
+    root = loading.repo_root()
+    has_run = [(root / loading.experiment_path(p)).is_file() for p in papers]
+    left, spent, runs, rows = sum(has_run), 0.0, 0, []
+    for i, (paper, runs_claims) in enumerate(zip(papers, has_run, strict=True)):
+        start = time.perf_counter()
+        st = status(paper, claims=True)
+        took = time.perf_counter() - start
+        rows.append((paper, st))
+        if runs_claims:
+            spent, runs, left = spent + took, runs + 1, left - 1
+        eta = _format_seconds(spent / runs * left) if runs else "unknown"
+        print(f"catalog --claims [{i + 1}/{len(papers)}] {paper.slug}: "
+              f"{_CLAIM_MARK[st['claims']]} in {took:.1f} s; about {eta} left",
+              file=stream, flush=True)
+    return rows
+
+
 def main(args: argparse.Namespace) -> int:
-    rows = [(p, status(p, claims=args.claims)) for p in catalog.papers()]
+    papers = list(catalog.papers())
+    if args.claims:
+        rows = _rows_with_progress(papers)
+    else:
+        rows = [(p, status(p)) for p in papers]
     counts = _counts(rows)
     if args.json:
         print(json.dumps({
