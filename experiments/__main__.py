@@ -248,6 +248,8 @@ COMMANDS: dict[str, Command] = {
     "papers": from_module("experiments.tools.papers_table",
                           "regenerate the README's table of papers, or --check it"),
     "bench": from_module("experiments.tools.bench", "benchmarks against existing implementations"),
+    "bench-donation": from_module("experiments.tools.bench_donation",
+                                  "donated vs plain step of every registered transformation"),
     "gpu-compile": from_module("experiments.tools.gpu_compile",
                                "compile the optimizer benchmarks for an H100 without a GPU "
                                "(launches, traffic, copies)"),

@@ -16,8 +16,9 @@ call per iteration.
 Paper mapping (arXiv 2606.21528; only the abstract and third-party summaries were readable, so
 the coupling below is derived, not copied):
   * ``z_0`` (anchor) -> ``GomaState.anchor``, taken from ``params`` at ``init``;
-    ``F(z_{k-1})`` -> ``GomaState.prev_field``; ``gamma_k`` -> ``step_size``;
-    ``eta_k`` -> ``extrapolation``; ``b_k`` -> ``1/(k + anchor_offset)``.
+    ``F(z_{k-1})`` -> carried by ``GomaState.base`` and ``GomaState.scale`` (below);
+    ``gamma_k`` -> ``step_size``; ``eta_k`` -> ``extrapolation``;
+    ``b_k`` -> ``1/(k + anchor_offset)``.
   * The ``(1 - b_k)`` factor on the optimistic correction (``damp_correction=True``) is chosen so
     that the family contains the past-extra-anchored gradient / anchored Popov method of Tran-Dinh
     & Luo (2021) *exactly*: writing anchored Popov at its evaluation points ``y_k`` gives
@@ -36,6 +37,26 @@ the coupling below is derived, not copied):
     recursion with ``gamma_k = gamma_0/(k+1)^decay`` and
     ``eta_k = extrapolation_ratio * gamma_0/(k+1)^extrapolation_decay`` (``extrapolation_decay``
     defaults to ``decay``: one time scale; a slower decay of ``eta`` gives two time scales).
+
+State layout: with ``c_k`` the correction's coefficient (``(1 - b_k) eta_k`` or ``eta_k``), the
+state stores the auxiliary point ``w_k = z_k + a_{k-1} F(z_{k-1})`` (``w_0 = z_0``) and the
+scalar ``a_{k-1}``, not the previous field itself. With ``r_k = c_k / a_{k-1}``,
+
+.. math::
+   z_{k+1} = b_k z_0 + (1 - b_k - r_k) z_k + r_k w_k - (\gamma_k + c_k) F(z_k),\qquad
+   w_{k+1} = z_{k+1} + a_k F(z_k),
+
+which is the recursion above because ``r_k (w_k - z_k) = c_k F(z_{k-1})``. Each update picks
+``a_k = c_{k+1} / (1 - b_{k+1})`` (``= eta_{k+1}`` with ``damp_correction``; ``gamma_{k+1}``, or
+1, when that is zero or not finite), so that ``r_{k+1} = 1 - b_{k+1}`` and the next step reads
+``w`` and not ``z`` (``z_{k+2} = b z_0 + (1 - b) w_{k+1} - ...``, the two-sequence form of anchored
+Popov; a hyperparameter changed between calls stays exact through the stored ``a``). The update
+computes ``w_{k+1}`` first and the displacement ``u = w_{k+1} - a_k F(z_k) - z_k`` from it, so
+no value is read after the buffer holding it has been overwritten: a step that donates
+``params`` and state (``jax.jit(..., donate_argnums=...)``) updates both in place, with no
+buffer copies (``tests/minimax/test_goma.py`` checks the compiled step). Storing ``F(z_{k-1})``
+instead makes the new state depend on ``z_k`` while ``z_{k+1}`` depends on the old state, a
+cycle that XLA can only break with copies.
 
 Theory (checked in ``experiments/minimax/goma.py``, claims run by ``tests/minimax/test_goma.py``):
   * deterministic: ``||F(z_k)||^2 = O(L^2 ||z_0 - z*||^2 / k^2)`` at the last iterate;
@@ -59,9 +80,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxopt_icml.hyperparams import cast_like
+from jaxopt_icml.hyperparams import compute_dtype as _compute_dtype
+from jaxopt_icml.hyperparams import leaf_dtype
 from jaxopt_icml.minimax.baselines import (
     ScalarOrSchedule,
+    _anchor_weight,
     _check_decay,
     _check_offset,
     _check_scalar,
@@ -71,7 +94,6 @@ from jaxopt_icml.minimax.baselines import (
     _poly,
     _require_params,
     _value_at,
-    _zeros_like,
 )
 
 __all__ = [
@@ -85,17 +107,25 @@ _ANCHORS = ("harmonic", "none")
 
 
 class GomaState(NamedTuple):
-    """State of GOMA.
+    """State of GOMA (see "State layout" in the module docstring).
 
     Attributes:
       count: int32 iteration counter ``k``.
       anchor: ``z_0`` (same pytree/dtypes as params); never reset.
-      prev_field: ``F(z_{k-1})`` in the params' dtypes; zeros before the first step.
+      base: ``w_k = z_k + a_{k-1} F(z_{k-1})`` in the params' dtypes; ``w_0 = z_0``.
+      scale: ``a_{k-1}``, a scalar (float32, or float64 when a leaf is float64); 1 at ``init``.
     """
 
     count: jax.Array
     anchor: Any
-    prev_field: Any
+    base: Any
+    scale: jax.Array
+
+
+def _scale_dtype(params):
+    """float64 when a leaf computes in float64, else float32."""
+    wide = any(_compute_dtype(leaf_dtype(p)) == jnp.float64 for p in jax.tree.leaves(params))
+    return jnp.float64 if wide else jnp.float32
 
 
 def _goma_core(gamma_fn, eta_fn, *, anchor: str, anchor_offset: int, damp_correction: bool,
@@ -103,23 +133,41 @@ def _goma_core(gamma_fn, eta_fn, *, anchor: str, anchor_offset: int, damp_correc
     """The GOMA recursion; ``gamma_fn(count, dtype)``, ``eta_fn(count, dtype)`` give the steps."""
     anchored = anchor == "harmonic"
 
+    def weight(k, dtype):  # b_k
+        return _anchor_weight(k, anchor_offset, dtype) if anchored else jnp.zeros([], dtype)
+
+    def correction(k, dtype):  # c_k, the coefficient of F(z_{k-1})
+        eta = eta_fn(k, dtype)
+        return (1 - weight(k, dtype)) * eta if damp_correction else eta
+
+    def next_scale(k, dtype):
+        """``a_{k-1} = c_k / (1 - b_k)``, or ``gamma_k`` (or 1) when that is 0 or not finite."""
+        eta = eta_fn(k, dtype)
+        a = eta if damp_correction else eta / (1 - weight(k, dtype))
+        gamma = gamma_fn(k, dtype)
+        usable = lambda v: jnp.isfinite(v) & (v != 0)
+        return jnp.where(usable(a), a, jnp.where(usable(gamma), gamma, 1)).astype(dtype)
+
     def init(params):
-        return GomaState(_count0(), _copy(params), _zeros_like(params))
+        return GomaState(_count0(), _copy(params), _copy(params),
+                         jnp.ones([], _scale_dtype(params)))
 
     def update(updates, state, params=None, **extra_args):
         del extra_args
         _require_params(params, name)
         count = state.count
+        following = optax.safe_int32_increment(count)
+        scale = next_scale(following, state.scale.dtype)  # a_k
 
-        def leaf(c, z, z0, g, gp):
-            gamma, eta = gamma_fn(count, z.dtype), eta_fn(count, z.dtype)
-            b = 1 / (c(count) + c(anchor_offset)) if anchored else c(0.0)
-            corr = (1 - b) * eta if damp_correction else eta
-            return b * (z0 - z) - gamma * g - corr * (g - gp)
+        def base_leaf(c, z, z0, w, g):
+            b, corr = weight(count, z.dtype), correction(count, z.dtype)
+            r = corr / c(state.scale)
+            return (b * z0 + (1 - b - r) * z + r * w
+                    - (gamma_fn(count, z.dtype) + corr - c(scale)) * g)
 
-        u = _leafwise(leaf, updates, params, state.anchor, updates, state.prev_field)
-        prev = cast_like(updates, state.prev_field)
-        return u, GomaState(optax.safe_int32_increment(count), state.anchor, prev)
+        base = _leafwise(base_leaf, params, params, state.anchor, state.base, updates)
+        u = _leafwise(lambda c, w, g, z: w - c(scale) * g - z, updates, base, updates, params)
+        return u, GomaState(following, state.anchor, base, scale)
 
     return optax.GradientTransformationExtraArgs(init, update)
 

@@ -81,6 +81,13 @@ def _scalar_dtype(tree) -> jnp.dtype:
     return jnp.result_type(*[compute_dtype(v.dtype) for v in jax.tree.leaves(tree)])
 
 
+def _own_copy(tree):
+    """A copy of ``tree`` in new buffers, for a state that stores the initial params: sharing
+    the caller's buffers would make donating params and state together fail ("donate the same
+    buffer twice") and donating the state alone delete the caller's params."""
+    return jax.tree.map(jnp.copy, tree)
+
+
 def tree_vdot(a, b, dtype=None) -> jax.Array:
     """``<a, b>`` summed over all leaves, computed in ``dtype`` (default: the compute dtype)."""
     dtype = _scalar_dtype(a) if dtype is None else dtype
@@ -229,7 +236,7 @@ def coin_betting(eps: float = 1.0, grad_bound: float = 1.0, *, bettor: str = "on
         cd = _scalar_dtype(params)
         zero = jnp.zeros([], cd)
         direction = jax.tree.map(lambda v: jnp.zeros(v.shape, compute_dtype(v.dtype)), params)
-        return CoinBettingState(jnp.zeros([], jnp.int32), params, direction, zero,
+        return CoinBettingState(jnp.zeros([], jnp.int32), _own_copy(params), direction, zero,
                                 jnp.log(jnp.asarray(eps, cd)), zero, zero, jnp.ones([], cd),
                                 zero)
 
@@ -331,7 +338,7 @@ def projected_ogd(learning_rate: float = 0.1, radius: float | None = None
     check_float("radius", radius, allow_schedule=False, allow_none=True)
 
     def init(params):
-        return ProjectedOGDState(jnp.zeros([], jnp.int32), params)
+        return ProjectedOGDState(jnp.zeros([], jnp.int32), _own_copy(params))
 
     def update(updates, state, params=None, **extra_args):
         del extra_args
@@ -410,7 +417,7 @@ def dynamic_ensemble(lrs: Sequence[float] = tuple(2.0 ** k for k in range(8)),
     def init(params):
         cd = _scalar_dtype(params)
         experts = jax.tree.map(lambda v: jnp.broadcast_to(v, (n,) + v.shape), params)
-        return DynamicEnsembleState(jnp.zeros([], jnp.int32), params, experts,
+        return DynamicEnsembleState(jnp.zeros([], jnp.int32), _own_copy(params), experts,
                                     jnp.zeros((n,), cd), jnp.zeros([], cd))
 
     def update(updates, state, params=None, **extra_args):

@@ -458,3 +458,19 @@ def test_claims_quick(experiment, quick_results):
     # expected: KNOWN_FAILING less FULL_ONLY_FAILING (documented misses at FULL size that pass
     # at QUICK)
     runner.check_quick_claims(experiment, quick_results)
+
+
+@pytest.mark.parametrize("name", ["coin_betting", "projected_ogd", "dynamic_ensemble"])
+def test_state_owns_its_copy_of_the_initial_params(name):
+    """A training loop donates params and state together; a state that shares the initial
+    params' buffers makes that fail ("donate the same buffer twice")."""
+    from jaxopt_icml.online import olo_learners
+
+    tx = {"coin_betting": olo_learners.coin_betting(),
+          "projected_ogd": olo_learners.projected_ogd(0.1),
+          "dynamic_ensemble": olo_learners.dynamic_ensemble()}[name]
+    step = jax.jit(lambda p, s, g: optax.apply_updates(p, tx.update(g, s, p)[0]),
+                   donate_argnums=(0, 1))
+    params = jnp.ones(3)
+    out = step(params, tx.init(params), jnp.full(3, 0.5))
+    assert out.shape == (3,) and bool(jnp.all(jnp.isfinite(out)))
