@@ -103,6 +103,8 @@ def _run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="shard the seeds over all local devices (seeds must be a multiple "
                              "of the device count)")
     parser.add_argument("--key", type=int, default=0, help="PRNG seed of the run (default 0)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also print the metrics (always written to results.json)")
 
 
 RUN_MARKER = "experiment.json"
@@ -220,12 +222,16 @@ def _run_main(args: argparse.Namespace) -> int:
     except OSError as err:
         raise runner.UserError(f"cannot write {out / 'results.json'}: {err}") from None
 
-    print(f"\nrun took {wall:.1f} s")
-    for name, value in runner.to_jsonable(metrics).items():
-        print(f"  {name}: {value}")
+    # the claims table comes last; the metrics are in results.json (printed with --verbose)
+    print(f"\nrun took {wall:.1f} s; wrote {results_path} and {len(paths)} figure(s)")
+    metric_lines = runner.to_jsonable(metrics)
+    if getattr(args, "verbose", False):
+        for name, value in metric_lines.items():
+            print(f"  {name}: {value}")
+    else:
+        print(f"{len(metric_lines)} metrics in results.json (--verbose prints them)")
     print()
     print(theory.format_claims(claims))
-    print(f"\nwrote {results_path} and {len(paths)} figure(s)")
     failed = [c.name for c in claims if not c.passed]
     if failed:
         documented = [n for n in failed if n in known]

@@ -63,6 +63,11 @@ def test_run_quick_end_to_end(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASS" in proc.stdout
     payload = json.loads((out / "results.json").read_text())
+    # the claims table is the last thing printed; the metrics stay in results.json
+    last = proc.stdout.rstrip().splitlines()[-1]
+    assert last.split()[-1] in ("PASS", "FAIL"), proc.stdout
+    assert not any(f"  {name}: " in proc.stdout for name in payload["metrics"]), proc.stdout
+    assert f"{len(payload['metrics'])} metrics in results.json" in proc.stdout
     assert payload["slug"] == "momentum_tracking" and payload["quick"] is True
     assert payload["key"] == 0 and payload["known_failing"] == []
     assert payload["config"]["seeds"] == payload["seeds"]
