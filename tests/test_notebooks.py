@@ -72,6 +72,9 @@ def test_notebook_structure_and_determinism():
     assert "z_{k+1}" in src["methods-md"]
     assert notebooks.REPO_URL in src["install"] and "git" in src["install"]
     assert "jax.devices()" in src["devices"]
+    for backend in ("TPU", "GPU", "CPU"):  # says which backend it runs on
+        assert f'"{backend}"' in src["devices"]
+    assert "shard=n_devices > 1" in src["run"]  # seeds over all devices when there are several
     assert notebooks.QUICK_ENV in src["config"]
     assert "from experiments.minimax import goma as exp" in src["config"]
     assert "exp.make_problem" in src["problem"] and "exp.make_methods" in src["methods"]
@@ -80,7 +83,8 @@ def test_notebook_structure_and_determinism():
     assert "jax.device_count()" in src["scale-up"] and "shard=True" in src["scale-up"]
     meta = nb["metadata"]
     assert meta["kernelspec"]["name"] == "python3"
-    assert meta["accelerator"] == "GPU" and meta["colab"]["name"] == "goma.ipynb"
+    assert meta["accelerator"] == "TPU" and meta["colab"]["gpuType"] == "V28"
+    assert meta["colab"]["name"] == "goma.ipynb"
     for code in (s for k, s in src.items() if cells[k]["cell_type"] == "code"):
         compile(code, "<cell>", "exec")
 
@@ -159,3 +163,21 @@ def test_kernel_environment_drops_the_simulated_device_count(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
     env = notebooks._kernel_environment(quick=False)
     assert "XLA_FLAGS" not in env and notebooks.QUICK_ENV not in env
+
+
+def test_clone_url_is_the_one_in_pyproject():
+    import tomllib
+
+    url = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+    assert notebooks.REPO_URL == url
+    nb = json.loads(notebooks.render("goma", _fake_experiment()))
+    install = "".join(next(c for c in nb["cells"] if c["id"] == "install")["source"])
+    assert f'REPO_URL = "{url}"' in install
+    assert url.removeprefix("https://github.com/") in "".join(nb["cells"][0]["source"])
+
+
+def test_every_notebook_requests_an_accelerator_runtime():
+    for slug in SLUGS:
+        meta = json.loads((ROOT / runner.notebook_path(slug)).read_text())["metadata"]
+        assert (meta["accelerator"], meta["colab"]["gpuType"]) in (("TPU", "V28"),
+                                                                   ("GPU", "T4")), slug

@@ -20,7 +20,11 @@ Optional experiment-module attributes that the notebook uses when present:
   display equation ``$$...$$`` with the paragraph introducing it);
 * ``describe_problem(problem) -> dict``: key constants to print (default:
   :func:`experiments.runner.describe`);
-* ``ACCELERATOR``: ``"GPU"`` (default) or ``"TPU"``, the Colab runtime hint.
+* ``ACCELERATOR``: ``"TPU"`` (default) or ``"GPU"``, the Colab runtime the notebook requests.
+
+Every notebook says which backend it runs on (TPU, GPU or CPU) and shards its seeds over all
+local devices when there are several. The clone URL is ``[project.urls] Repository`` in
+``pyproject.toml`` (:data:`REPO_URL` reads it), the one place it is written.
 """
 
 from __future__ import annotations
@@ -36,9 +40,23 @@ from typing import TYPE_CHECKING
 from experiments import runner
 from jaxopt_icml import catalog
 
+
+def _repository_url() -> str:
+    """``[project.urls] Repository`` of the checkout's ``pyproject.toml``."""
+    text = (runner.repo_root() / "pyproject.toml").read_text(encoding="utf-8")
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: the one line, read by hand
+        found = re.search(r'^Repository\s*=\s*"([^"]+)"', text, re.MULTILINE)
+        return found.group(1)
+    return tomllib.loads(text)["project"]["urls"]["Repository"]
+
+
 # The project's public repository: the install cell clones it in Colab and the "Open in Colab"
-# badge points into it. It must be the address where the project is actually published.
-REPO_URL = "https://github.com/jaxopt-icml/jaxopt_icml"
+# badge points into it; written once, in pyproject.toml.
+REPO_URL = _repository_url()
+# Colab's runtime hints: the accelerator and the chip it requests
+_COLAB_CHIP = {"TPU": "V28", "GPU": "T4"}
 BRANCH = "main"
 QUICK_ENV = "JAXOPT_ICML_QUICK"
 
@@ -165,7 +183,12 @@ print("jaxopt_icml", jaxopt_icml.__version__, "from", root)'''
     devices = '''\
 import jax
 
-print(jax.default_backend(), jax.devices())'''
+# The notebook requests a TPU runtime; it runs unchanged on a GPU or a CPU.
+BACKEND = {"tpu": "TPU", "gpu": "GPU", "cpu": "CPU"}.get(jax.default_backend(),
+                                                       jax.default_backend())
+print(f"running on {BACKEND}: {jax.device_count()} device(s): {jax.devices()}")
+if BACKEND == "CPU":
+    print("no accelerator: in Colab, Runtime > Change runtime type > TPU (or GPU) for FULL runs")'''
     # isort order (ruff checks the notebooks): the two experiments imports sorted by module name
     imports = "\n".join(sorted([f"from experiments.{paper.family} import {slug} as exp",
                                  "from experiments import runner"]))
@@ -195,7 +218,12 @@ methods = exp.make_methods(cfg)
 for name, alg in methods.items():
     print(f"{name:>24}: {type(alg).__name__}")'''
     run = '''\
-results = exp.run(cfg, key, progress=True)
+# several devices (TPU cores, GPUs): the seeds are sharded over all of them as one program
+n_devices = jax.device_count()
+if n_devices > 1 and cfg.seeds % n_devices:
+    cfg = runner.with_seeds(cfg, n_devices * -(-cfg.seeds // n_devices))
+    print(f"seeds rounded up to {cfg.seeds}, a multiple of the {n_devices} devices")
+results = exp.run(cfg, key, shard=n_devices > 1, progress=True)
 for name, value in exp.summarize(results).items():
     print(f"{name:>32}: {value}")'''
     claims = '''\
@@ -271,10 +299,12 @@ def build(slug: str, exp=None) -> nbformat.NotebookNode:
         cell = new(source)
         cell["id"] = cell_id
         nb.cells.append(cell)
-    accelerator = getattr(exp, "ACCELERATOR", "GPU")
-    colab = {"name": f"{slug}.ipynb", "provenance": [], "toc_visible": True}
-    if accelerator == "GPU":
-        colab["gpuType"] = "T4"
+    accelerator = getattr(exp, "ACCELERATOR", "TPU")
+    if accelerator not in _COLAB_CHIP:
+        raise ValueError(f"{slug}: ACCELERATOR must be one of {tuple(_COLAB_CHIP)}, "
+                         f"got {accelerator!r}")
+    colab = {"name": f"{slug}.ipynb", "provenance": [], "toc_visible": True,
+             "gpuType": _COLAB_CHIP[accelerator]}
     nb.metadata = nbformat.from_dict({
         "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
         "language_info": {"name": "python"},
