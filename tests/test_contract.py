@@ -23,7 +23,7 @@ import pytest
 
 from jaxopt_icml import base, problems
 from jaxopt_icml import mesh as mesh_lib
-from jaxopt_icml.hyperparams import check_float
+from jaxopt_icml.hyperparams import check_float, check_unit_interval, concrete_float
 from jaxopt_icml.testing import (
     AlgorithmCase,
     TransformationCase,
@@ -116,12 +116,11 @@ def reference_momentum(learning_rate, momentum: float = 0.5, *, key=None, noise:
     compute in float32 for 16-bit leaves, dtype kept, key kept in state and split each step)."""
     if not callable(learning_rate):
         _check_positive("learning_rate", learning_rate)
-    if not 0.0 <= momentum < 1.0:
-        raise ValueError(f"momentum must be in [0, 1), got {momentum}")
-    if noise < 0.0:
-        raise ValueError(f"noise must be >= 0, got {noise}")
-    if noise > 0.0 and key is None:
-        raise ValueError("key is required when noise > 0")
+    # floats are checked when concrete and may be traced (optax.inject_hyperparams, a sweep)
+    check_unit_interval("momentum", momentum)
+    check_float("noise", noise, strict=False, allow_schedule=False)
+    if key is None and (concrete_float(noise) is None or concrete_float(noise) > 0.0):
+        raise ValueError("key is required when noise > 0 (or traced)")
     sched = learning_rate if callable(learning_rate) else (lambda _: learning_rate)
 
     def init(params):
@@ -136,7 +135,8 @@ def reference_momentum(learning_rate, momentum: float = 0.5, *, key=None, noise:
         lr = jnp.asarray(sched(state["count"]), jnp.float32)
         leaves, treedef = jax.tree.flatten(updates)
         key = state["key"]
-        if noise > 0.0:  # static: deterministic runs draw nothing
+        # static: deterministic runs draw nothing; a traced noise always draws
+        if concrete_float(noise) is None or concrete_float(noise) > 0.0:
             key, sub = jax.random.split(key)
             noises = list(jax.random.split(sub, len(leaves)))
         else:
@@ -397,6 +397,13 @@ def _unseeded(learning_rate):
     return optax.GradientTransformationExtraArgs(lambda p: optax.EmptyState(), update)
 
 
+def _concrete_momentum(learning_rate, momentum=0.9):
+    """Validates its momentum with a Python comparison: it cannot be injected or swept."""
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum}")
+    return optax.sgd(learning_rate, momentum=momentum)
+
+
 def _broken(name, make, **kw):
     return TransformationCase(name, make, {"learning_rate": 0.1}, **kw)
 
@@ -503,6 +510,8 @@ BROKEN = [
     (_broken("float_schedule_only", _float_schedule_only), "schedule"),
     (_broken("schedule_ahead", _schedule_ahead), "schedule"),
     (_broken("schedule_frozen", _schedule_frozen), "schedule"),
+    (TransformationCase("concrete_momentum", _concrete_momentum,
+                        {"learning_rate": 0.1, "momentum": 0.9}), "inject_hyperparams"),
     (_bad_alg("alg_dtype", _bad_alg_dtype), "dtypes"),
     (_bad_alg("alg_key_reuse", _bad_alg_key_reuse), "key_reuse"),
     (_bad_alg("alg_no_info", _bad_alg_no_info), "info"),

@@ -53,28 +53,39 @@ def check_chain(case: TransformationCase) -> None:
 
 
 def check_inject_hyperparams(case: TransformationCase) -> None:
-    """``optax.inject_hyperparams`` over the learning-rate-like argument: same trajectory as the
-    plain transformation, and the injected value is the one used."""
+    """``optax.inject_hyperparams`` over every float hyperparameter of the case (what a user
+    would sweep: the learning-rate-like argument and every other float in ``kwargs``), with
+    the case's other arguments fixed: same trajectory as the plain transformation, and the
+    injected learning rate is the one used."""
     lr = _lr(case)
     name = case.lr_name
-    fixed = {k: v for k, v in case.kwargs.items() if k != name}
+    swept = {k: v for k, v in case.kwargs.items() if type(v) is float}
+    swept[name] = lr
+    fixed = {k: v for k, v in case.kwargs.items() if k not in swept}
     if case.stochastic:
         fixed["key"] = _key(0)
 
     def factory(**hp):
         return case.make(**fixed, **hp)
 
-    # inject_hyperparams binds arguments by signature: expose exactly one keyword argument.
+    # inject_hyperparams binds arguments by signature: expose exactly the swept arguments.
     factory.__signature__ = inspect.Signature(
-        [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY)])
-    injected = optax.inject_hyperparams(factory)(**{name: lr})
+        [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY) for k in swept])
+    injected = optax.inject_hyperparams(factory)(**swept)
     step = jax.jit(_step_fn(injected, case))
     params = make_params()
     state0 = injected.init(params)
-    assert name in state0.hyperparams, f"{name} is not among the injected hyperparameters"
+    missing = [k for k in swept if k not in state0.hyperparams]
+    assert not missing, f"{missing} are not among the injected hyperparameters"
     p, s = params, state0
-    for _ in range(NUM_STEPS):
-        p, s, _ = step(p, s)
+    try:
+        for _ in range(NUM_STEPS):
+            p, s, _ = step(p, s)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerBoolConversionError,
+            jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError) as e:
+        raise AssertionError(f"a float hyperparameter among {sorted(swept)} cannot be injected "
+                             f"(a Python bool(), float() or comparison of a traced value): {e}"
+                             ) from e
     assert_trees_close(p, _reference(case)[-1][0], f"inject_hyperparams({name}) vs plain")
     doubled = state0._replace(hyperparams={**state0.hyperparams,
                                            name: 2 * state0.hyperparams[name]})
