@@ -319,3 +319,77 @@ def test_a_run_killed_while_saving_resumes_from_the_last_complete_chunk(tmp_path
     assert kinds[-1] == "resumed", reports
     step = int(reports[-1][1].split(" at chunk ")[1].split()[0])
     assert step in (target - 1, target)  # the last complete chunk
+
+
+def _figure(**kw):
+    """A one-axes figure (Agg) with two log-log lines and a labelled band; keyword overrides
+    spoil one readability property at a time."""
+    runner.use_agg()
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    k = np.arange(1, 101)
+    y = np.stack([k**-1.0, 2 * k**-1.0, 3 * k**-1.0])
+    runner.band_plot(ax, k, y, label="method A")
+    ax.plot(k, kw.get("second", k**-2.0), kw.get("style", "-"), label="method B")
+    runner.finish_axes(ax, xlabel="iteration k", ylabel="error", title=kw.get("title", "t"),
+                       legend=kw.get("legend", 8))
+    return fig, ax
+
+
+def test_band_plot_labels_its_band_in_one_legend_entry():
+    fig, ax = _figure()
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == ["method A (median, 10-90% of 3 seeds)", "method B"]
+    assert runner.plotting.check_figure(fig) == []
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def _problems(fig):
+    import matplotlib.pyplot as plt
+
+    out = runner.plotting.check_figure(fig)
+    plt.close(fig)
+    return out
+
+
+def test_check_figure_finds_each_readability_problem():
+    import matplotlib.pyplot as plt
+
+    assert any("no title" in p for p in _problems(_figure(title="")[0]))
+    assert any("no legend" in p for p in _problems(_figure(legend=None)[0]))
+    fig, ax = _figure()
+    ax.set_xlabel("")
+    assert any("no x label" in p for p in _problems(fig))
+    fig, ax = _figure()  # the error_feedback symptom: the y-axis down to 1e-22
+    ax.set_ylim(1e-22, None)
+    assert any("far below the data" in p for p in _problems(fig))
+    fig, ax = _figure()  # an unlabelled shaded band
+    ax.fill_between([1, 100], [1e-3, 1e-3], [1e-2, 1e-2])
+    assert any("band has no label" in p for p in _problems(fig))
+    k = np.arange(1, 101)  # a series drawn exactly over another in the same style
+    assert any("on top of each other" in p for p in _problems(_figure(second=2 * k**-1.0)[0]))
+    # ... which a different line style makes distinguishable
+    assert not _problems(_figure(second=2 * k**-1.0, style="--")[0])
+    fig, ax = plt.subplots(figsize=(2, 2))  # linear axis mostly empty; crowded tick labels
+    ax.plot([0, 1], [0.0, 0.1])
+    ax.set_ylim(-5, 5)
+    ax.set_xticks(np.linspace(0, 1, 30), [f"{v:.4f}" for v in np.linspace(0, 1, 30)])
+    runner.finish_axes(ax, xlabel="x", ylabel="y", title="t", legend=None)
+    probs = _problems(fig)
+    assert any("fills under 25%" in p for p in probs)
+    assert any("overlapping x tick labels" in p for p in probs)
+
+
+def test_assert_figures_readable_names_figure_and_axes():
+    good, _ = _figure()
+    bad, _ = _figure(title="")
+    with pytest.raises(AssertionError, match=r"bad: axes 0 .*no title"):
+        runner.plotting.assert_figures_readable({"good": good, "bad": bad})
+    runner.plotting.assert_figures_readable({"good": good})
+    import matplotlib.pyplot as plt
+
+    plt.close(good)
+    plt.close(bad)

@@ -429,8 +429,9 @@ def summarize(results) -> dict:
 def plot(results, cfg: Config) -> dict:
     """``residual``: bilinear, ``monotone``: monotone linear, log-log ``||F||^2`` (seed median,
     10-90% band); ``stochastic``: seed mean of the true ``||F||^2`` for the stochastic methods;
-    ``sweep``: GOMA's median slope against ``eta/gamma`` for each ``gamma``, and its
-    ``||F||^2`` bands for the settings where no seed diverges."""
+    ``sweep``: GOMA's median slope against ``eta/gamma`` for each ``gamma`` (one marker and line
+    style per ``gamma``; a diverging setting drawn filled at slope 0), and its ``||F||^2`` bands
+    for the settings where no seed diverges."""
     import matplotlib.pyplot as plt
 
     figs = {}
@@ -463,22 +464,36 @@ def plot(results, cfg: Config) -> dict:
     sw, slopes = results["sweep"], sweep_slopes(results)
     med = np.median(slopes, axis=1)
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for g in cfg.sweep_steps:
+    # the gammas' curves coincide where GOMA converges at rate -2: hollow markers of decreasing
+    # size and distinct line styles keep each visible; a diverging setting (median slope > 0)
+    # is drawn at the top edge, slope 0, in its gamma's marker
+    styles = (("o", "-", 11), ("s", "--", 8), ("^", ":", 6), ("D", "-.", 4))
+    for i, g in enumerate(cfg.sweep_steps):
+        marker, ls, size = styles[i % len(styles)]
         sel = np.isclose(sw["gamma"], g)
         ratio, m = sw["eta"][sel] / g, med[sel]
-        (line,) = ax0.plot(ratio, np.where(m <= 0, m, np.nan), "o-", label=rf"$\gamma={g:g}/L$")
+        (line,) = ax0.plot(ratio, np.where(m <= 0, m, np.nan), marker=marker, ls=ls, ms=size,
+                           mfc="none", mew=1.5, label=rf"$\gamma={g:g}/L$")
         bad = ~(m <= 0)
-        ax0.plot(ratio[bad], np.zeros(bad.sum()), "x", ms=9, color=line.get_color())
-    ax0.axhline(-2.0, color="k", ls=":", lw=1)
+        if bad.any():
+            ax0.plot(ratio[bad], np.zeros(bad.sum()), ls="none", marker=marker, ms=size, mew=1.5,
+                     color=line.get_color())
+    if np.any(~(med <= 0)):  # one legend entry for the filled markers of every gamma
+        ax0.plot([], [], ls="none", marker="o", ms=8, color="0.4",
+                 label="filled at 0: diverges (median slope > 0)")
+    ax0.axhline(-2.0, color="k", ls=":", lw=1, label="rate $k^{-2}$ (slope -2)")
     ax0.axhline(-1.8, color="r", ls="--", lw=1, label="claim threshold -1.8")
-    runner.finish_axes(ax0, xlabel=r"$\eta/\gamma$",
-                       ylabel=r"median slope of $\|F(z_k)\|^2$ (x at 0: diverges)",
-                       title=f"GOMA eta/gamma sweep, bilinear n={cfg.n}")
+    runner.finish_axes(ax0, xlabel=r"$\eta/\gamma$ (ratio of step sizes)",
+                       ylabel=r"median fitted slope of $\|F(z_k)\|^2$ vs $k$",
+                       title=f"GOMA eta/gamma sweep, bilinear n={cfg.n}", legend=7)
     k = np.arange(1, sw["residual"].shape[-1])
+    n_drawn = 0
     for g, e, r, s in zip(sw["gamma"], sw["eta"], sw["residual"], slopes, strict=True):
         if np.all(s <= 0):
-            runner.band_plot(ax1, k, r[:, 1:], label=rf"$\gamma={g:g}, \eta/\gamma={e / g:g}$")
+            runner.band_plot(ax1, k, r[:, 1:], label=rf"$\gamma={g:g}, \eta/\gamma={e / g:g}$",
+                             ls=("-", "--", ":", "-.")[n_drawn % 4])
+            n_drawn += 1
     runner.finish_axes(ax1, xlabel="iteration k", ylabel=r"$\|F(z_k)\|^2$",
-                       title="settings with no diverging seed", legend=7)
+                       title="settings with no diverging seed", legend=6)
     figs["sweep"] = fig
     return figs

@@ -18,7 +18,9 @@ runner`` and use the names below.
 * :mod:`~experiments.runner.claims`: :func:`check_quick_claims` (the per-paper claims test) and
   :func:`claim_values` (the claims' lines of a summary).
 * :mod:`~experiments.runner.plotting`: :func:`use_agg`, :func:`band_plot`,
-  :func:`finish_axes` (the tail every ``plot`` shares), :func:`save_figures`.
+  :func:`finish_axes` (the tail every ``plot`` shares), :func:`save_figures`,
+  :func:`check_figure` and :func:`assert_figures_readable` (titles, labels, legends, labelled
+  bands, fitted y-ranges, no hidden series).
 """
 
 from experiments.runner.claims import check_quick_claims, claim_values
@@ -45,7 +47,14 @@ from experiments.runner.loop import (
     reporting,
     saved_checkpoints,
 )
-from experiments.runner.plotting import band_plot, finish_axes, save_figures, use_agg
+from experiments.runner.plotting import (
+    assert_figures_readable,
+    band_plot,
+    check_figure,
+    finish_axes,
+    save_figures,
+    use_agg,
+)
 from experiments.runner.records import (
     RECORD_ENV,
     REUSE_ENV,
@@ -80,8 +89,10 @@ __all__ = [
     "STREAMS",
     "UnknownExperiment",
     "UserError",
+    "assert_figures_readable",
     "available_slugs",
     "band_plot",
+    "check_figure",
     "check_checkpoint_config",
     "check_quick_claims",
     "checkpoint_dir",

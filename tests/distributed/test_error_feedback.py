@@ -280,3 +280,19 @@ def test_benchmark_and_multihost_case_smoke(experiment):
     state, info = jax.jit(lambda x, o, k: base.run(make(None), x, o, k, steps))(
         x0, oracle, jax.random.key(0))
     assert state.x.shape == (NW, 8) and np.all(np.asarray(info["bits_sent"]) == NW * 2 * 35)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figure (rates) passes the readability check: titles, axis labels, legends,
+    y-ranges fitted to the data (the ridge panel no longer reaches down to 1e-22), tick labels
+    that do not overlap and no series hidden under another drawn in the same style."""
+    import matplotlib.pyplot as plt
+
+    runner.use_agg()
+    figures = experiment.plot(quick_results, experiment.QUICK)
+    try:
+        runner.assert_figures_readable(figures)
+    finally:
+        for fig in figures.values():
+            plt.close(fig)

@@ -293,3 +293,20 @@ def test_claims_quick(experiment, quick_results):
     other keys about one QUICK run in three fails one claim (the experiment's docstring lists
     them), so this test is pinned to key 0."""
     runner.check_quick_claims(experiment, quick_results)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (rates and dimension) pass the readability check: titles (the
+    dimension figure had none), axis labels, legends that say what the shaded bands are,
+    y-ranges fitted to the data, tick labels that do not overlap (plain ticks at the dimensions
+    run) and no series hidden under another drawn in the same style."""
+    import matplotlib.pyplot as plt
+
+    runner.use_agg()
+    figures = experiment.plot(quick_results, experiment.QUICK)
+    try:
+        runner.assert_figures_readable(figures)
+    finally:
+        for fig in figures.values():
+            plt.close(fig)
