@@ -7,8 +7,10 @@ available). Predecessor: Takeda, Akagi, Marumo, Niwa, *Optimal Transport with Cy
 **Method** (`transport.orbits`, `transport.symmetric`). No group is given. Colour refinement
 (1-WL) on the weighted bipartite graph of $C$, started from the weights $a, b$, returns row
 classes $R_s$ (sizes $r_s$) and column classes $S_t$ (sizes $s_t$) of an *equitable* partition
-(every orbit of every symmetry lies in one class); it runs once per problem outside `jit`
-(hashing passes in JAX, relabelling and an exact sort-based equitability check in NumPy).
+(every orbit of every symmetry lies in one class); detection is one jitted program on the device
+(hash refinement in a `lax.while_loop`, an exact sort-based equitability check: XLA's sort on
+accelerators, NumPy's through `pure_callback` on the CPU backend), then one read of the class
+counts.
 Entropic OT reduces to ordinary entropic OT on
 $\tilde C_{st} = -\varepsilon\ln\sum_{j\in S_t}e^{-C_{i_s j}/\varepsilon}$,
 $\tilde a_s = r_s a_{i_s}$, $\tilde b_t = s_t b_{j_t}$, solved by ott-jax's `Sinkhorn`; the lift
@@ -219,7 +221,7 @@ def _reduced(C, a, b, part, eps, threshold, max_iterations=5000):
 
 
 def reduced_pipeline(C, a, b, eps, threshold, *, tol=1e-9, partition=None):
-    """Orbit detection (host, unless ``partition`` is given), reduction, ott-jax ``Sinkhorn`` on
+    """Orbit detection (jitted, unless ``partition`` is given), reduction, ott-jax ``Sinkhorn`` on
     ``p x q``, lift of the potentials and the value (same outputs as :func:`full_sinkhorn`)."""
     part = orbits.orbit_partition(C, a, b, tol=tol) if partition is None else partition
     return _reduced(C, a, b, part, eps, threshold)[:4]
@@ -436,8 +438,9 @@ def benchmark(rotations: int = 512, radii: int = 8, *, repeats: int = 7, inner: 
 
 def run(cfg: Config, key, *, shard: bool = False, progress: bool = False, out_dir=None,
         resume: bool = False) -> dict:
-    """All claims' runs (host-side partitions, jitted ott-jax solves). Returns plain dicts of
-    NumPy values: ``entropic`` (per seed), ``lp``, ``noise``, ``speed``, ``benzene``."""
+    """All claims' runs (partitions detected on the device, jitted ott-jax solves). Returns
+    plain dicts of NumPy values: ``entropic`` (per seed), ``lp``, ``noise``, ``speed``,
+    ``benzene``."""
     del shard, out_dir, resume
     probs = make_problem(cfg, key)
     steps = ["entropic", "lp", "noise", "benzene", "speed"]

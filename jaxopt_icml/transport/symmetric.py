@@ -302,8 +302,16 @@ def _solve_and_lift(C, a, b, part, epsilon, threshold, max_iterations, kwargs):
 def symmetric_entropic_ot(C, a, b, epsilon, *, tol: float = 1e-9, threshold: float = 1e-6,
                           max_iterations: int = 2000, partition: OrbitPartition | None = None,
                           **sinkhorn_kwargs: Any) -> SymmetricOTOutput:
-    r"""The whole pipeline: orbit detection (host), reduction, ott-jax Sinkhorn on ``p x q``,
-    lift of the potentials and the value.
+    r"""The whole pipeline: orbit detection, reduction, ott-jax Sinkhorn on ``p x q``, lift of
+    the potentials and the value.
+
+    Detection (:func:`~jaxopt_icml.transport.orbits.detect_orbits`) is one jitted program on
+    the device; the reduced shapes ``(p, q)`` and the largest class sizes are then read back
+    (the pipeline's one host synchronisation) to build the partition, and the rest runs as a
+    second jitted program compiled once per such shape. To run the whole pipeline inside an
+    outer ``jit``, detect with ``detect_orbits``, build the partition with
+    ``partition_from_labels(labels, sizes=...)`` (static sizes known in advance) and pass it
+    as ``partition``.
 
     Args:
       C: ``(n, m)`` cost matrix (no group needed).
@@ -319,7 +327,7 @@ def symmetric_entropic_ot(C, a, b, epsilon, *, tol: float = 1e-9, threshold: flo
 
     Returns:
       A :class:`SymmetricOTOutput`. Everything after the partition runs as one jitted program
-      (compiled once per ``(n, m, p, q)`` and dtype).
+      (compiled once per ``(n, m, p, q)``, largest class sizes and dtype).
 
     Example:
       >>> import numpy as np
