@@ -13,6 +13,7 @@ __all__ = [
     "assert_figures_readable",
     "band_plot",
     "check_figure",
+    "check_quick_figures",
     "finish_axes",
     "save_figures",
     "use_agg",
@@ -329,3 +330,17 @@ def assert_figures_readable(figures: Mapping[str, Any]) -> None:
     problems = [f"{name}: {p}" for name, fig in figures.items() for p in check_figure(fig)]
     if problems:
         raise AssertionError("unreadable figures:\n  " + "\n  ".join(problems))
+
+
+def check_quick_figures(exp, results) -> None:
+    """The per-paper figures test: ``exp.plot(results, exp.QUICK)`` on the Agg backend passes
+    :func:`assert_figures_readable`; the figures are closed afterwards."""
+    import matplotlib.pyplot as plt
+
+    use_agg()
+    figures = exp.plot(results, exp.QUICK)
+    try:
+        assert_figures_readable(figures)
+    finally:
+        for fig in figures.values():
+            plt.close(fig)
