@@ -109,3 +109,10 @@ def test_claims_quick(experiment, quick_results):
     ``KNOWN_FAILING`` less ``FULL_ONLY_FAILING`` to fail, in both directions (a documented
     miss that starts passing fails this test too). Write the measured values here."""
     runner.check_quick_claims(experiment, quick_results)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures pass the readability check (titles, axis labels, legends saying what
+    the bands are, fitted y-ranges, no series hidden under another)."""
+    runner.check_quick_figures(experiment, quick_results)
