@@ -31,6 +31,7 @@ from jaxopt_icml.testing import (
     checks_for,
     transformation_checks,
 )
+from jaxopt_icml.trees import check_same_shapes
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,7 +132,10 @@ def reference_momentum(learning_rate, momentum: float = 0.5, *, key=None, noise:
         }
 
     def update(updates, state, params=None, **extra):
-        del params, extra
+        del extra
+        check_same_shapes("updates", updates, "params", params, context="reference_momentum")
+        check_same_shapes("updates", updates, "state.trace", state["trace"],
+                          context="reference_momentum")
         lr = jnp.asarray(sched(state["count"]), jnp.float32)
         leaves, treedef = jax.tree.flatten(updates)
         key = state["key"]
@@ -186,6 +190,8 @@ OPTAX_CASES = (
 OPTAX_EXPECTED_FAILURES = {
     ("optax_sam_opaque", "unknown_extra_args"):
         "optax.contrib.sam(opaque_mode=True).update takes only grad_fn as keyword",
+    ("optax_adam", "shapes"): "optax does not check updates against params (ours do)",
+    ("optax_sam_opaque", "shapes"): "optax does not check updates against params (ours do)",
 }
 
 
@@ -510,6 +516,7 @@ BROKEN = [
     (_broken("float_schedule_only", _float_schedule_only), "schedule"),
     (_broken("schedule_ahead", _schedule_ahead), "schedule"),
     (_broken("schedule_frozen", _schedule_frozen), "schedule"),
+    (_broken("unchecked_shapes", optax.sgd), "shapes"),
     (TransformationCase("concrete_momentum", _concrete_momentum,
                         {"learning_rate": 0.1, "momentum": 0.9}), "inject_hyperparams"),
     (_bad_alg("alg_dtype", _bad_alg_dtype), "dtypes"),

@@ -88,6 +88,7 @@ from jaxopt_icml.minimax.baselines import (
     _check_decay,
     _check_offset,
     _check_scalar,
+    _check_trees,
     _copy,
     _count0,
     _leafwise,
@@ -155,6 +156,7 @@ def _goma_core(gamma_fn, eta_fn, *, anchor: str, anchor_offset: int, damp_correc
     def update(updates, state, params=None, **extra_args):
         del extra_args
         _require_params(params, name)
+        _check_trees(name, updates, params, anchor=state.anchor, base=state.base)
         count = state.count
         following = optax.safe_int32_increment(count)
         scale = next_scale(following, state.scale.dtype)  # a_k

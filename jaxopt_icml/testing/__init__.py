@@ -44,6 +44,7 @@ from jaxopt_icml.testing.transformations import (
     check_jit,
     check_key_reuse,
     check_pytree,
+    check_shapes,
     check_unknown_extra_args,
     check_vmap,
 )
@@ -82,6 +83,7 @@ transformation_checks: dict[str, Callable[[TransformationCase], None]] = {
     "unknown_extra_args": check_unknown_extra_args,
     "vmap": check_vmap,
     "pytree": check_pytree,
+    "shapes": check_shapes,
     "dtypes": check_dtypes,
     "float64": check_float64,
     "determinism": check_determinism,

@@ -276,3 +276,44 @@ def check_checkpoint(case: TransformationCase) -> None:
     for x, y in zip(jax.tree.leaves(restored), jax.tree.leaves(s), strict=True):
         assert type(x) is type(y), f"restored leaf type {type(x)} != {type(y)}"
     assert_trees_equal(jstep(p, restored), jstep(p, s), "next update after restore")
+
+
+def _grow_last_axis(leaf):
+    return jnp.zeros(leaf.shape[:-1] + (leaf.shape[-1] + 1,), leaf.dtype)
+
+
+def check_shapes(case: TransformationCase) -> None:
+    """``update`` refuses updates that disagree with the params (CONTRIBUTING.md section 1): a
+    leaf one element longer, and an extra leaf, each raise ``ValueError`` naming the leaf's
+    path (``jaxopt_icml.trees.check_same_shapes``), eagerly and at trace time, instead of
+    broadcasting or failing inside JAX."""
+    tx = _make(case)
+    params = make_params()
+    state = tx.init(params)
+    extra = _extra(case)
+    grads = jax.grad(matrix_loss)(params)
+    paths = jax.tree_util.tree_flatten_with_path(grads)[0]
+    path, _ = next((p, leaf) for p, leaf in paths if jnp.ndim(leaf) >= 1)
+    where = jax.tree_util.keystr(path)
+    longer = jax.tree_util.tree_map_with_path(
+        lambda p, leaf: _grow_last_axis(leaf) if p == path else leaf, grads)
+    extra_leaf = {**grads, "unexpected": jnp.zeros(2, jnp.float32)}
+    for label, bad, name in (("a longer leaf", longer, where),
+                             ("an extra leaf", extra_leaf, "['unexpected']")):
+        for mode, update in (("eager", tx.update), ("jit", jax.jit(
+                lambda u, s, p: tx.update(u, s, p, **extra)))):
+            try:
+                if mode == "eager":
+                    update(bad, state, params, **extra)
+                else:
+                    update(bad, state, params)
+            except ValueError as e:
+                assert name in str(e), (
+                    f"{mode}: updates with {label} raised ValueError without naming {name}: {e}")
+            except Exception as e:  # noqa: BLE001 - JAX internals instead of a clear message
+                raise AssertionError(f"{mode}: updates with {label} ({name}) raised "
+                                     f"{type(e).__name__} instead of a ValueError naming the "
+                                     f"leaf: {str(e)[:200]}") from e
+            else:
+                raise AssertionError(f"{mode}: updates with {label} ({name}) were accepted "
+                                     "(silently broadcast or ignored)")
