@@ -440,7 +440,9 @@ def plot(results, cfg: Config) -> dict:
     ns, floors = noise_floors(results)
     ax1.loglog(ns, floors.mean(0), "o-", label="noise floor (seed mean)")
     ax1.loglog(ns, floors.mean(0)[0] * ns[0] / ns, "k:", label="slope -1")
-    runner.finish_axes(ax1, xlabel="clients N", title="linear speedup", legend=7)
+    runner.finish_axes(ax1, xlabel="clients N",
+                       ylabel=r"noise floor: mean gap$^2$ over the last half of rounds",
+                       title="linear speedup", legend=7)
     figs["speedup"] = fig
     return figs
 

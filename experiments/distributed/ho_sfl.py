@@ -684,7 +684,8 @@ def plot(results: dict, cfg: Config) -> dict:
     for m in (HO, FO):
         ax0.loglog(comm["d_c"], comm[m] - comm["activation_bits"], "o-", label=m)
     runner.finish_axes(ax0, xlabel="client parameters $d_c$",
-                       ylabel="model-update uplink bits / client / round", legend=True)
+                       ylabel="model-update uplink bits / client / round",
+                       title="model-update uplink (activation bits excluded)", legend=True)
     depth = results["memory_depth"]
     for k, label in (("inference", "inference"), ("fo_client", "FO-SFL client step"),
                      ("ho_client", "HO-SFL client step")):

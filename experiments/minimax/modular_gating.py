@@ -578,10 +578,9 @@ def plot(results, cfg: Config) -> dict:
     names = ["lagrange", "divide", "routed", "capacity_gate", "uniform", "argmax_expert",
              "group_dro", "gmm2", "gaussian"]
     data = [_worst_np(r, n) for n in names]
-    ax.boxplot(data, showfliers=True)
-    ax.set_xticks(range(1, len(names) + 1), names, rotation=35, ha="right", fontsize=8)
-    runner.finish_axes(ax, yscale="log", ylabel="max_j KL(D_j || model) (nats)",
-                       title=f"worst-case KL over {cfg.seeds} seeds", legend=None)
+    _dot_plot(ax, names, data)
+    runner.finish_axes(ax, xlabel="max_j KL(D_j || model) (nats)", ylabel="gate / baseline",
+                       title=f"worst-case KL over {cfg.seeds} seeds", legend=7)
     figs["worst_kl"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     t = np.arange(1, r["lagrange_max_loss_trace"].shape[1] + 1)
@@ -592,6 +591,21 @@ def plot(results, cfg: Config) -> dict:
         ax.semilogx(t[win - 1:], smooth, label=f"{mode}: max_j L^_j (batch, {win}-step mean)")
     ax.axhline(float(np.median(np.max(r["lagrange_proxy_kl"], -1))), color="k", ls=":",
                label="averaged gate, exact (median)")
-    runner.finish_axes(ax, xlabel="step", ylabel="proxy loss (nats); batch max is biased up")
+    runner.finish_axes(ax, xlabel="step", ylabel="proxy loss (nats); batch max is biased up",
+                       title=f"training: worst-group proxy loss (median of {cfg.seeds} seeds)")
     figs["training"] = fig
     return figs
+
+
+def _dot_plot(ax, names, data):
+    """One row per method (first on top): every seed's value as a dot (spread vertically so
+    equal values stay apart) and the seed median as a vertical bar."""
+    rows = np.arange(len(names))[::-1]
+    n = max(len(v) for v in data)
+    offsets = np.linspace(-0.2, 0.2, n) if n > 1 else np.zeros(1)
+    xs = np.concatenate([np.asarray(v, dtype=float) for v in data])
+    ys = np.concatenate([row + offsets[:len(v)] for row, v in zip(rows, data, strict=True)])
+    ax.scatter(xs, ys, s=14, alpha=0.6, color="C0", label=f"one seed (of {n})")
+    ax.plot([np.median(v) for v in data], rows, ls="none", marker="|", ms=18, mew=2,
+            color="k", label="median over seeds")
+    ax.set_yticks(rows, names, fontsize=8)

@@ -387,7 +387,8 @@ def plot(results, cfg: Config) -> dict:
         ax.loglog(np.arange(1, sq.shape[1] + 1), sq.mean(0), label=f"SEG t={t:g}")
     sq = results["fbf_hard"]["sq"]
     ax.loglog(np.arange(1, sq.shape[1] + 1), sq.mean(0), "k", label="minibatch FBF")
-    runner.finish_axes(ax, xlabel="step k", ylabel="mean ||z_k||^2 (clipped at 1e30)")
+    runner.finish_axes(ax, xlabel="step k", ylabel="mean ||z_k||^2 (clipped at 1e30)",
+                       title=f"hard spectrum, multiplicative noise s={cfg.noise:g}")
     figs["divergence"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     r = results["relaxed"]

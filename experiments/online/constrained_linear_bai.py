@@ -426,7 +426,8 @@ def plot(results, cfg: Config) -> dict:
             continue
         ax.semilogx(deltas, tau_ratios(results, name) / results["t_star"], "o-", label=label)
     ax.axhline(1.0, color="k", ls=":", lw=0.8, label="T*_rel")
-    runner.finish_axes(ax, xlabel="delta", ylabel="E[tau] / (ln(1/delta) T*_rel)", legend=None)
+    runner.finish_axes(ax, xlabel="delta", ylabel="E[tau] / (ln(1/delta) T*_rel)",
+                       title="sample efficiency vs delta (main instance, seed mean)", legend=None)
     ax.invert_xaxis()
     ax.legend()
     figs["efficiency"] = fig
@@ -434,6 +435,7 @@ def plot(results, cfg: Config) -> dict:
     idx = np.arange(results["w_star"].shape[0])
     ax.bar(idx - 0.2, results["w_star"], 0.4, label="w*_rel")
     ax.bar(idx + 0.2, results["alloc_w"].mean(0), 0.4, label="dual w_t (seed mean)")
-    runner.finish_axes(ax, xlabel="pair (a, c)", ylabel="allocation", legend=True)
+    runner.finish_axes(ax, xlabel="pair (a, c)", ylabel="allocation",
+                       title=f"allocation after {cfg.alloc_steps} samples", legend=True)
     figs["allocation"] = fig
     return figs

@@ -517,18 +517,22 @@ def plot(results, cfg: Config) -> dict:
     for name in _present(results)[:4]:
         r = results[name]
         ax.loglog(r["V"][:, 1:n].mean(0), r["regret"][:, 1:n].mean(0), "o-", label=name)
-    runner.finish_axes(ax, xlabel="V_T", ylabel="R_T (seed mean)")
+    runner.finish_axes(ax, xlabel="V_T", ylabel="R_T (seed mean)",
+                       title=f"gradient-variation adaptivity, d = {cfg.dim}, T = {cfg.steps}")
     figs["adaptivity"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for name in ("control variate", "naive hint"):
         ax.loglog(cfg.dims, [results[f"d={d} {name}"]["regret"].mean() for d in cfg.dims],
                   "o-", label=name)
-    runner.finish_axes(ax, xlabel="d", ylabel="R_T", legend=True)
+    runner.finish_axes(ax, xlabel="d", ylabel="R_T (seed mean)", legend=True,
+                       title=f"dimension dependence, sigma = {cfg.dim_sigma:g}, T = {cfg.steps}")
     figs["dimension"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for name in ("game control variate", "game two-point OGD"):
         runner.band_plot(ax, ks, results[name]["gap"], label=name)
-    runner.finish_axes(ax, xlabel="round t", ylabel="duality gap of the averaged play", legend=True)
+    runner.finish_axes(ax, xlabel="round t", ylabel="duality gap of the averaged play", legend=True,
+                       title=f"{cfg.game_size}x{cfg.game_size} matrix game, "
+                             f"{cfg.seeds} seeds")
     figs["game"] = fig
     return figs
 

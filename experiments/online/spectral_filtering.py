@@ -369,6 +369,11 @@ def summarize(results) -> dict:
     return out
 
 
+#: (line style, marker) of the methods' curves, in order
+_STYLES = (("-", None), ("--", None), ("-.", None), (":", None), ("-", "o"), ("--", "s"),
+           ("-.", "^"), (":", "D"))
+
+
 def plot(results, cfg: Config) -> dict:
     import matplotlib.pyplot as plt
 
@@ -377,12 +382,16 @@ def plot(results, cfg: Config) -> dict:
     for g, title in (("lds_noisy", "marginally stable LDS, noise 0.01"),
                      ("lorenz", "Lorenz-63, noise 0.01")):
         fig, ax = plt.subplots(figsize=(6, 4.2))
+        # some methods' curves coincide (OSF (RLS) and AR(8) RLS): each gets its own line
+        # style and hollow marker so the one drawn later does not hide the other
         for j, m in enumerate(results["methods"]):
             cum = np.cumsum(results["err"][g][j], 1) / ks
-            runner.band_plot(ax, ks, cum, label=m)
+            ls, marker = _STYLES[j % len(_STYLES)]
+            runner.band_plot(ax, ks, cum, label=m, ls=ls, marker=marker, markevery=0.1, ms=5,
+                             mfc="none")
         if g == "lds_noisy":
             runner.band_plot(ax, ks, np.cumsum(results["kalman"][1], 1) / ks, label="Kalman",
-                             color="k")
+                             color="k", marker="x", markevery=0.1, ms=5)
         runner.finish_axes(ax, xlabel="t", ylabel="average squared error up to t", title=title,
                            legend=7)
         figs[g] = fig

@@ -521,12 +521,16 @@ def plot(results, cfg: Config) -> dict:
     for name, c in baseline_curves(results).items():
         ax.loglog(list(c), np.maximum(list(c.values()), 1e-3), marker="x", ls="--",
                   label=f"{name}, R={cfg.baseline_radius:g}")
-    runner.finish_axes(ax, xlabel="T", ylabel="worst-drift R_T(u) (dotted: R sqrt(dT))", legend=7)
+    runner.finish_axes(ax, xlabel="T", ylabel="worst-drift R_T(u) (dotted: R sqrt(dT))",
+                       title=f"static regret, d={cfg.dim}, worst drift of {cfg.seeds}-seed means",
+                       legend=7)
     figs["static_regret"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for m, name in enumerate(results["dynamic_names"]):
         ax.loglog(cfg.switches, np.maximum(dynamic_regrets(results, m), 1e-3), marker="o",
                   label=name)
-    runner.finish_axes(ax, xlabel="switches S", ylabel="worst-drift dynamic regret", legend=True)
+    runner.finish_axes(ax, xlabel="switches S", ylabel="worst-drift dynamic regret",
+                       title=f"dynamic regret, d={cfg.dyn_dim}, R={cfg.dyn_radius:g}, "
+                             f"T={cfg.dyn_horizon}", legend=True)
     figs["dynamic_regret"] = fig
     return figs

@@ -440,8 +440,10 @@ def plot(results: dict, cfg: Config) -> dict:
                      ls=":")
     ax0.set_title(rf"$E_{{opt}}\|x_T - \hat x_N\|^2$, T={cfg.steps}")
     ax1.set_title(rf"$E_{{opt}}\|x_T - x_\star\|^2$, T={cfg.steps}")
-    for ax in (ax0, ax1):
-        runner.finish_axes(ax, xlabel="N", legend=7)
+    runner.finish_axes(ax0, xlabel="N (data set size)",
+                       ylabel=r"$\|x_T - \hat x_N\|^2$ (mean over runs)", legend=7)
+    runner.finish_axes(ax1, xlabel="N (data set size)",
+                       ylabel=r"$\|x_T - x_\star\|^2$ (mean over runs)", legend=7)
     fig.tight_layout()
     figs["optimization"] = fig
 

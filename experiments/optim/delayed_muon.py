@@ -778,7 +778,8 @@ def plot(results: dict, cfg: Config) -> dict:
             runner.band_plot(ax, r["mlp_steps"], r["mlp"][kind][:, i, m], label=MODES[m])
         runner.finish_axes(ax, xlabel="step",
                            title=f"{kind} at lr={r['mlp_lrs'][kind][i]:g} (sync-tuned)")
-    axes[0].set_ylabel("test loss")
+    for ax in axes:  # each panel labelled: the shared axis is easy to misread across panels
+        ax.set_ylabel("test loss")
     fig.tight_layout()
     figs["teacher_student"] = fig
 
@@ -791,7 +792,8 @@ def plot(results: dict, cfg: Config) -> dict:
                         color=f"C{j}", label=f"beta={beta:g} {mode}")
         runner.finish_axes(ax, xscale="log", yscale="log", xlabel="learning rate",
                            title=f"least squares, {kind}", legend=7)
-    axes[0].set_ylabel("final excess loss (seed median)")
+    for ax in axes:
+        ax.set_ylabel("final excess loss (seed median)")
     fig.tight_layout()
     figs["least_squares"] = fig
 
@@ -804,6 +806,6 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.set_xscale("log")
     ax.set_ylim(0, 2)
     runner.finish_axes(ax, xlabel=r"$\eta\lambda$", ylabel="spectral radius (dashed: delayed)",
-                       legend=7)
+                       title=r"EMA momentum on $\lambda x^2/2$: sync vs delayed", legend=7)
     figs["stability"] = fig
     return figs

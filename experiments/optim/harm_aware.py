@@ -591,14 +591,15 @@ def plot(results: dict, cfg: Config) -> dict:
     fig, ax = plt.subplots(figsize=(7, 4))
     names = list(results["train_acc"])
     for i, name in enumerate(names):
-        ax.bar(i - 0.2, np.mean(results["train_acc"][name]), 0.4, color="C0")
-        ax.bar(i + 0.2, np.mean(results["test_acc"][name]), 0.4, color="C1")
+        ax.bar(i - 0.2, np.mean(results["train_acc"][name]), 0.4, color="C0",
+               label="train (seed mean)" if i == 0 else None)
+        ax.bar(i + 0.2, np.mean(results["test_acc"][name]), 0.4, color="C1",
+               label="test (seed mean)" if i == 0 else None)
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
     lo = min(min(np.mean(v) for v in results["test_acc"].values()),
              min(np.mean(v) for v in results["train_acc"].values()))
     ax.set_ylim(max(0.0, lo - 0.05), 1.0)
-    ax.set_title("accuracy after training (blue: train, orange: test)")
-    fig.tight_layout()
+    runner.finish_axes(ax, ylabel="accuracy", title="accuracy after training", legend=7)
     figs["accuracy"] = fig
 
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -606,6 +607,7 @@ def plot(results: dict, cfg: Config) -> dict:
     runner.finish_axes(ax, xscale="linear", yscale="linear", legend=None)
     ax.axhline(0.6, color="k", lw=0.8, ls="--", label="claim threshold")
     runner.finish_axes(ax, xlabel="training step of the checkpoint",
-                       ylabel="Pearson(head Gram, full Gram), off-diagonal", legend=True)
+                       ylabel="Pearson(head Gram, full Gram), off-diagonal",
+                       title="proxy quality: last-layer Gram vs full Gram", legend=True)
     figs["proxy_quality"] = fig
     return figs

@@ -525,9 +525,14 @@ def plot(results: dict, cfg: Config) -> dict:
     panels = [(t, ns) for t, ns in panels if ns]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     ks = results["steps_logged"]["train"]
+    # within a panel the formats' curves can coincide (Adam FP8 and M+Adam FP8 do), so each
+    # series gets its own line style and hollow marker
+    styles = (("-", None), ("--", "o"), (":", "s"), ("-.", "^"))
     for ax, (title, ns) in zip(axes[0], panels, strict=True):
-        for name in ns:
-            runner.band_plot(ax, ks[1:], results["loss"][name][:, 1:], label=name)
+        for i, name in enumerate(ns):
+            ls, marker = styles[i % len(styles)]
+            runner.band_plot(ax, ks[1:], results["loss"][name][:, 1:], label=name, ls=ls,
+                             marker=marker, markevery=0.1, ms=5, mfc="none")
         runner.finish_axes(ax, xlabel="step", ylabel="training loss",
                            title=f"{title}, {cfg.seeds} seeds", legend=7)
     fig.tight_layout()

@@ -682,10 +682,9 @@ def plot(results, cfg: Config) -> dict:
         ax.set_title(f"{METHOD_NAMES[m]}" + (f" beta={beta:g}" if m != "sgd" else "")
                      + f", sigma={cfg.noise_std:g}, Delta={cfg.drift_std:g}")
         ax.set_xlabel("step t")
+        ax.set_ylabel(r"$E\|\theta_t - \theta^\star_t\|^2$")
         ax.set_ylim(1e-4, 2 * cfg.dim * cfg.x0**2)
-    axes[0].set_ylabel(r"$E\|\theta_t - \theta^\star_t\|^2$")
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
+        runner.finish_axes(ax, legend=7)
     figs["decomposition"] = fig
 
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
@@ -728,7 +727,7 @@ def plot(results, cfg: Config) -> dict:
         ax1.plot(bb, noise_ratios(results, m, bb), "o-", color=color,
                  label=f"{METHOD_NAMES[m]}/SGD (MC)")
     ax1.axhspan(0.7, 1.1, color="g", alpha=0.1, label="claim 2 band")
-    runner.finish_axes(ax1, xlabel=r"$\beta$", title=r"noise only ($\Delta = 0$), matched step",
-                       legend=7)
+    runner.finish_axes(ax1, xlabel=r"$\beta$", ylabel="noise-only tracking MSE ratio to SGD",
+                       title=r"noise only ($\Delta = 0$), matched step", legend=7)
     figs["regime"] = fig
     return figs

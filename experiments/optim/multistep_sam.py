@@ -636,25 +636,54 @@ def summarize(results: dict) -> dict:
     return out
 
 
+#: (line style, marker) of the methods' curves, in order: some coincide (K=1 cold start is
+#: SAM; on the classifier K=3 and SAM nearly agree), so colour alone would hide one of them
+_STYLES = (("-", None), ("--", "o"), (":", "s"), ("-.", "^"), ("-", "x"), ("--", "D"),
+           (":", "v"), ("-.", "P"))
+
+
+def _tick_label(name: str) -> str:
+    """A method's name shortened and wrapped for a category tick label."""
+    import textwrap
+
+    short = (name.replace("Multi-step SAM", "MS-SAM").replace("(cold start)", "cold")
+             .replace("unprojected multi-step", "unprojected").replace("sync_period", "sync"))
+    return textwrap.fill(short, 11)
+
+
 def plot(results: dict, cfg: Config) -> dict:
-    """Figures: minimax trajectories and gaps, inner shortfalls, classifier curves."""
+    """Figures: ``minimax``: the minimax gap of every method (one dot per seed, bar: median)
+    and the seed-0 trajectories in the plane; ``equal_compute``: the gap against gradient
+    evaluations; ``inner_shortfall``: histogram of the inner maximisation's shortfall;
+    ``classifier`` (when run): training loss (seed mean +- one standard deviation) and the
+    train/test accuracy."""
     import matplotlib.pyplot as plt
 
     figs = {}
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.6), width_ratios=(1.25, 1))
     names = list(results["minimax_gap"])
+    seeds = next(iter(results["minimax_gap"].values())).shape[0]
     for i, name in enumerate(names):
         g = results["minimax_gap"][name]
-        ax0.scatter(np.full(g.shape, i), g, s=12)
-        ax0.bar(i, np.median(g), alpha=0.4)
-    ax0.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=7)
-    runner.finish_axes(ax0, yscale="log", ylabel=r"$\phi(\bar\theta) - \min\phi$",
-                       title=f"minimax gap, rho={cfg.rho:g}, {cfg.steps} steps", legend=None)
-    for name in names:
+        ax0.bar(i, np.median(g), alpha=0.4, color=f"C{i}",
+                label=f"median of {seeds} seeds" if i == 0 else None)
+    xs = np.concatenate([np.full(results["minimax_gap"][n].shape, i)
+                         for i, n in enumerate(names)])
+    gs = np.concatenate([results["minimax_gap"][n] for n in names])
+    colors = [f"C{i}" for i, n in enumerate(names) for _ in results["minimax_gap"][n]]
+    ax0.scatter(xs, gs, s=12, c=colors, label="one seed")
+    ax0.set_xticks(range(len(names)), [_tick_label(n) for n in names], fontsize=7)
+    runner.finish_axes(ax0, yscale="log", xlabel="method",
+                       ylabel=r"$\phi(\bar\theta) - \min\phi$",
+                       title=f"minimax gap, rho={cfg.rho:g}, {cfg.steps} steps", legend=7)
+    for i, name in enumerate(names):
         if not name.startswith("unprojected"):
             t = results["minimax_traj"][name][0]
-            ax1.plot(t[:, 0], t[:, 1], lw=0.8, label=name)
-    runner.finish_axes(ax1, title="trajectories (seed 0)", legend=6)
+            ls, marker = _STYLES[i % len(_STYLES)]
+            ax1.plot(t[:, 0], t[:, 1], lw=0.8, ls=ls, marker=marker, markevery=0.1, ms=4,
+                     mfc="none", color=f"C{i}", label=name)
+    runner.finish_axes(ax1, xlabel=r"$\theta_1$", ylabel=r"$\theta_2$",
+                       title="trajectories (seed 0)", legend=6)
     figs["minimax"] = fig
 
     fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -670,26 +699,34 @@ def plot(results: dict, cfg: Config) -> dict:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for name, v in results["inner_shortfall"].items():
         ax.hist(np.log10(np.maximum(v.ravel(), 1e-8)), bins=30, alpha=0.6, label=name)
-    runner.finish_axes(ax, xlabel="log10 relative shortfall of the inner max", legend=True)
+    runner.finish_axes(ax, xlabel="log10 relative shortfall of the inner max",
+                       ylabel="points (all seeds)", legend=True,
+                       title=f"inner maximisation, rho={cfg.rho:g}")
     figs["inner_shortfall"] = fig
 
     names = list(results["clf_test_acc"])
     if not names:  # run(..., classifier=False)
         return figs
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4))
-    for name in names:
+    for i, name in enumerate(names):
         curve = results["clf_loss"][name]
         xs = np.arange(1, curve.shape[1] + 1) * cfg.ckpt_every
         m, s = curve.mean(0), curve.std(0)
-        ax0.plot(xs, m, label=name)
-        ax0.fill_between(xs, m - s, m + s, alpha=0.2)
-    runner.finish_axes(ax0, xlabel="step", ylabel="train minibatch loss", legend=7)
+        ls, marker = _STYLES[i % len(_STYLES)]
+        (line,) = ax0.plot(xs, m, ls=ls, marker=marker, mfc="none", label=name)
+        band = ax0.fill_between(xs, m - s, m + s, alpha=0.2, color=line.get_color(),
+                                label=f"{name} (mean +- 1 std of {curve.shape[0]} seeds)")
+        band.median_line, line.band = line, band  # one legend entry (see runner.band_plot)
+    runner.finish_axes(ax0, xlabel="step", ylabel="train minibatch loss", legend=7,
+                       title=f"two-moons MLP classifier, {cfg.clf_steps} steps")
     for i, name in enumerate(names):
-        ax1.bar(i - 0.2, results["clf_train_acc"][name].mean(), 0.4, color="C0")
-        ax1.bar(i + 0.2, results["clf_test_acc"][name].mean(), 0.4, color="C1")
-    ax1.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
+        ax1.bar(i - 0.2, results["clf_train_acc"][name].mean(), 0.4, color="C0",
+                label="train" if i == 0 else None)
+        ax1.bar(i + 0.2, results["clf_test_acc"][name].mean(), 0.4, color="C1",
+                label="test" if i == 0 else None)
+    ax1.set_xticks(range(len(names)), [_tick_label(n) for n in names], fontsize=7)
     ax1.set_ylim(0.5, 1.0)
-    ax1.set_title("accuracy (blue: train, orange: test)")
-    fig.tight_layout()
+    runner.finish_axes(ax1, xlabel="method", ylabel="accuracy (seed mean)",
+                       title="train and test accuracy", legend=7)
     figs["classifier"] = fig
     return figs

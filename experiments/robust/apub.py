@@ -521,6 +521,7 @@ def summarize(results) -> dict:
 
 def plot(results, cfg: Config) -> dict:
     import matplotlib.pyplot as plt
+    from matplotlib import ticker as mticker
 
     figs = {}
     fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -528,14 +529,21 @@ def plot(results, cfg: Config) -> dict:
     for k in ("apub", "efron", "clt"):
         ax.plot(ns, [np.mean(results["coverage"][n][k]) for n in ns], "o-", label=k)
     ax.axhline(1 - cfg.cov_alpha, color="k", ls=":", label="1 - alpha")
-    runner.finish_axes(ax, xlabel="N", ylabel="coverage of mu = 2", legend=True)
+    runner.finish_axes(ax, xlabel="N (sample size)", ylabel="coverage of mu = 2",
+                       title=f"upper-bound coverage, Gamma(2, 1), alpha = {cfg.cov_alpha:g}",
+                       legend=True)
     figs["coverage"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     c = results["consistency"]
     runner.band_plot(ax, c["ns"], c["err"], label="|APUB-M value - v*|")
     ax.plot(c["ns"], c["err"].mean(0)[0] * (c["ns"] / c["ns"][0]) ** -0.5, "k:",
             label="N^-1/2")
-    runner.finish_axes(ax, xlabel="N", legend=True)
+    # the sizes as plain tick labels (log-scale minor labels such as 3x10^2 crowd each other)
+    ax.set_xticks(c["ns"], [f"{n:d}" for n in c["ns"]])
+    ax.xaxis.set_minor_formatter(mticker.NullFormatter())
+    runner.finish_axes(ax, xlabel="N (sample size)",
+                       ylabel="|APUB-M value - true optimum v*|",
+                       title=f"newsvendor consistency, alpha = {cfg.nv_alpha:g}", legend=True)
     figs["consistency"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     p = results["product_mix"]
@@ -543,8 +551,9 @@ def plot(results, cfg: Config) -> dict:
         ax.scatter(p[f"{k}_value"], p[f"{k}_true"], marker=m, label=k)
     lo = min(np.min(p["apub_value"]), np.min(p["saa_value"]))
     hi = max(np.max(p["apub_true"]), np.max(p["saa_value"]))
-    ax.plot([lo, hi], [lo, hi], "k:")
+    ax.plot([lo, hi], [lo, hi], "k:", label="true = reported")
     runner.finish_axes(ax, xlabel="reported value", ylabel="true expected cost of x_hat",
+                       title=f"product mix, N = {cfg.pm_n}: true vs reported cost",
                        legend=True)
     figs["product_mix"] = fig
     return figs

@@ -605,7 +605,26 @@ def summarize(results) -> dict:
     return out
 
 
+def _seed_strip(ax, vals, names, *, xlabel: str, title: str) -> None:
+    """One row per method: every seed's value as a hollow circle and the seed median as a bar
+    (horizontal rows keep the long method names readable)."""
+    vals = [np.asarray(v, dtype=float) for v in vals]
+    rows = np.arange(len(vals))
+    ax.scatter(np.concatenate(vals), np.repeat(rows, [v.size for v in vals]), marker="o",
+               facecolors="none", edgecolors="C0", s=28, label="one seed")
+    ax.plot([np.median(v) for v in vals], rows, ls="none", marker="|", ms=18, mew=2.5,
+            color="C3", label=f"median over {vals[0].size} seeds")
+    ax.set_yticks(rows, names)
+    ax.set_ylim(len(vals) - 0.5, -0.5)
+    runner.finish_axes(ax, xlabel=xlabel, ylabel="method (uncertainty score)", title=title,
+                       legend=None)
+
+
 def plot(results, cfg: Config) -> dict:
+    """``downstream``: per method, the seeds' OOD-vs-ID AUROC under covariate shift and area
+    under the accuracy-rejection curve under subpopulation shift (each seed a circle, the
+    median a bar); ``accuracy_rejection``: accuracy of the accepted points against the rejection
+    rate under subpopulation shift (seed median, 10-90% band)."""
     import matplotlib.pyplot as plt
 
     figs = {}
@@ -613,22 +632,19 @@ def plot(results, cfg: Config) -> dict:
     pairs = [("CreDRO EU", "credro", "eu"), ("Credal Wrapper EU", "erm", "eu"),
              ("Deep Ensemble MI", "erm", "mi"), ("Bagging EU", "bagging", "eu"),
              ("Bagging MI", "bagging", "mi"), ("single DRO entropy", "single_dro", "entropy")]
-    vals = [shift_aurocs(results, m, s) for _, m, s in pairs]
-    axes[0].boxplot(vals)
-    axes[0].set_xticks(range(1, len(pairs) + 1), [p[0] for p in pairs], rotation=30,
-                       ha="right")
-    axes[0].set_ylabel(f"OOD-vs-ID AUROC ({cfg.seeds} seeds)")
-    axes[0].set_title("shift: train x1 < 1, OOD x1 in [2, 4]")
-    vals = [subpop_auarcs(results, m, s) for _, m, s in pairs]
-    axes[1].boxplot(vals)
-    axes[1].set_xticks(range(1, len(pairs) + 1), [p[0] for p in pairs], rotation=30,
-                       ha="right")
-    axes[1].set_ylabel("area under accuracy-rejection curve")
-    axes[1].set_title("subpopulation shift (rare sub-cluster 5% -> 50%)")
-    fig.tight_layout()
+    names = [p[0] for p in pairs]
+    _seed_strip(axes[0], [shift_aurocs(results, m, s) for _, m, s in pairs], names,
+                xlabel="OOD-vs-ID AUROC", title="shift: train x1 < 1, OOD x1 in [2, 4]")
+    _seed_strip(axes[1], [subpop_auarcs(results, m, s) for _, m, s in pairs], names,
+                xlabel="area under accuracy-rejection curve",
+                title="subpopulation shift (rare sub-cluster 5% -> 50%)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     figs["downstream"] = fig
-    fig, ax = plt.subplots(figsize=(6, 4.2))
-    for name, m, s in pairs:
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    # the curves nearly coincide: a line style and sparse markers per method keep each visible
+    styles = (("-", "o"), ("--", "s"), (":", "^"), ("-.", "D"), ("-", "v"), ("--", "x"))
+    for (name, m, s), (ls, marker) in zip(pairs, styles, strict=True):
         e = results["ens"][f"subpop/{m}"]
         correct = e["pred"] == results["subpop_y"]
         n = correct.shape[1]
@@ -638,8 +654,14 @@ def plot(results, cfg: Config) -> dict:
             curves.append((np.cumsum(c) / np.arange(1, n + 1))[::-1])
         rej = 1.0 - np.arange(n, 0, -1) / n
         curves = np.array(curves)
-        ax.plot(rej, np.median(curves, 0), label=name)
-        ax.fill_between(rej, *np.percentile(curves, [10, 90], axis=0), alpha=0.2)
-    runner.finish_axes(ax, xlabel="rejection rate", ylabel="accuracy of accepted", legend=True)
+        (line,) = ax.plot(rej, np.median(curves, 0), ls=ls, marker=marker, markevery=n // 8,
+                          ms=5, mfc="none", label=name)
+        band = ax.fill_between(rej, *np.percentile(curves, [10, 90], axis=0), alpha=0.2,
+                               color=line.get_color(), linewidth=0,
+                               label=f"{name} (median, 10-90% of {len(curves)} seeds)")
+        band.median_line = line  # one legend entry for the line and its band (finish_axes)
+    runner.finish_axes(ax, xlabel="rejection rate (fraction rejected, most uncertain first)",
+                       ylabel="accuracy of accepted points",
+                       title="accuracy-rejection, subpopulation shift", legend=7)
     figs["accuracy_rejection"] = fig
     return figs

@@ -545,6 +545,7 @@ def summarize(results) -> dict:
 
 def plot(results, cfg: Config) -> dict:
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     figs = {}
     ns = results["sample_sizes"]
@@ -553,8 +554,12 @@ def plot(results, cfg: Config) -> dict:
         runner.band_plot(ax, ns, np.maximum(results[d]["gap"], 1e-12), label=f"gap ({d})")
     runner.band_plot(ax, ns, results["theta_err"], label="||theta_hat - theta||", ls="--")
     ax.plot(ns, results["theta_err"].mean(0)[0] * (ns / ns[0]) ** -0.5, "k:", label="n^-1/2")
+    ax.set_xticks(ns, [f"{n:g}" for n in ns])  # one plain label per sample size
+    ax.xaxis.set_minor_formatter(NullFormatter())
     runner.finish_axes(ax, xlabel="offline choices n",
-                       ylabel=f"robust revenue gap (rho = {cfg.rho_learn})", legend=True)
+                       ylabel=f"robust revenue gap (rho = {cfg.rho_learn}); MLE error",
+                       title="offline sample complexity of the plug-in DR assortment",
+                       legend=True)
     figs["sample_complexity"] = fig
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
     rhos = np.asarray(cfg.trade_rhos)
@@ -562,11 +567,11 @@ def plot(results, cfg: Config) -> dict:
         t = results[d]["tradeoff"]
         axes[0].plot(rhos, t["nominal_dr"].mean(0), "o-", label=d)
         axes[1].plot(rhos, t["size"].mean(0), "o-", label=d)
-    axes[0].set_xlabel("rho")
-    axes[0].set_ylabel("nominal revenue of the DR set (mean)")
-    axes[1].set_xlabel("rho")
-    axes[1].set_ylabel("size of the DR set (mean)")
-    axes[0].legend()
+    seeds = results[DIVS[0]]["tradeoff"]["size"].shape[0]
+    runner.finish_axes(axes[0], xlabel="rho", ylabel="nominal revenue of the DR set (mean)",
+                       title=f"price of robustness (mean of {seeds} seeds)", legend=True)
+    runner.finish_axes(axes[1], xlabel="rho", ylabel="size of the DR set (mean)",
+                       title=f"DR assortment size (mean of {seeds} seeds)", legend=True)
     figs["tradeoff"] = fig
     if "bandits" in results:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
@@ -575,10 +580,12 @@ def plot(results, cfg: Config) -> dict:
             for ax, key in zip(axes, ("regret", "robust_regret")):
                 cum = np.cumsum(b[key], 1)  # mean over seeds and a 10-90% band
                 line, = ax.plot(rounds, cum.mean(0), label=name)
-                ax.fill_between(rounds, *np.percentile(cum, [10, 90], axis=0),
-                                color=line.get_color(), alpha=0.2)
+                band = ax.fill_between(
+                    rounds, *np.percentile(cum, [10, 90], axis=0), color=line.get_color(),
+                    alpha=0.2, label=f"{name} (mean, 10-90% of {cum.shape[0]} seeds)")
+                band.median_line = line  # finish_axes: one legend entry, line over band
         for ax, what in zip(axes, ("nominal", f"robust (KL, rho = {cfg.rho_learn})")):
-            runner.finish_axes(ax, xlabel="round", ylabel=f"cumulative {what} regret", legend=None)
-        axes[0].legend()
+            runner.finish_axes(ax, xlabel="round", ylabel=f"cumulative {what} regret",
+                               title=f"online MNL bandits: {what} regret", legend=7)
         figs["bandit_regret"] = fig
     return figs

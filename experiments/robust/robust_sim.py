@@ -473,6 +473,7 @@ def summarize(results) -> dict:
 
 def plot(results, cfg: Config) -> dict:
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     figs = {}
     fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -481,7 +482,7 @@ def plot(results, cfg: Config) -> dict:
         ax.plot(radii, results["basin"][k].min(axis=1), "o-", label=k)
     ax.axhline(0, color="k", ls=":")
     runner.finish_axes(ax, xlabel="||beta - beta*||", ylabel="min over angles of lambda_min H",
-                       legend=True)
+                       title="population Hessian basin (2-D quadrature)", legend=True)
     figs["basin"] = fig
     for i, eps in enumerate(cfg.eps_pair):
         fig, ax = plt.subplots(figsize=(6, 4.2))
@@ -498,6 +499,10 @@ def plot(results, cfg: Config) -> dict:
     runner.band_plot(ax, s["eps"], np.maximum(s["errors"] - s["clean"][None], 1e-6).T,
                      label="error - clean error")
     ax.plot(s["eps"], cfg.sigma * np.sqrt(s["eps"]), "k:", label="sigma sqrt(eps)")
-    runner.finish_axes(ax, xlabel="eps", legend=True)
+    # one plain label per measured eps (log minor labels such as 3x10^-2 collide)
+    ax.set_xticks(s["eps"], [f"{e:g}" for e in s["eps"]])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    runner.finish_axes(ax, xlabel="corruption fraction eps", ylabel="||beta_T - beta*||",
+                       title=f"error vs eps, {cfg.link} link, sigma = {cfg.sigma:g}", legend=True)
     figs["eps_scaling"] = fig
     return figs

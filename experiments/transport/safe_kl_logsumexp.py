@@ -521,16 +521,16 @@ def plot(results, cfg: Config) -> dict:
     fig, ax = plt.subplots(figsize=(6, 4.2))
     ax.loglog(i["caps"], np.maximum(i["F"] - i["F_M"], 1e-17), "o-", label="F - F_M")
     ax.axvline(i["max_tilt"], color="k", ls=":", label="largest tilt")
-    runner.finish_axes(ax, xlabel="cap M = 1/eps", ylabel="F - F_M (float64)", legend=True)
+    runner.finish_axes(ax, xlabel="cap M = 1/eps", ylabel="F - F_M (float64)",
+                       title="capped LSE identity: gap to the exact log-sum-exp", legend=True)
     figs["identity"] = fig
-    fig, ax = plt.subplots(figsize=(6, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 4.2))
     d = results["dro"]
     names = list(d)
-    vals = [np.where(np.isfinite(d[k]), d[k], np.nan) for k in names]
-    ax.boxplot(vals)
-    ax.set_xticks(range(1, len(names) + 1), [k.replace(" DRO (Adam)", "") for k in names])
-    runner.finish_axes(ax, ylabel="exact LSE-DRO objective (seeds)",
-                       title=f"KL-DRO logistic regression, lam = {cfg.lam}", legend=None)
+    _dot_plot(ax, [k.replace(" DRO", "") for k in names], [np.asarray(d[k]) for k in names])
+    runner.finish_axes(ax, xlabel="exact LSE-DRO objective at the final iterate",
+                       ylabel="dual / optimizer", legend=7,
+                       title=f"KL-DRO logistic regression, lam = {cfg.lam}")
     figs["dro"] = fig
     fig, ax = plt.subplots(figsize=(6, 4.2))
     o = results["ot"]
@@ -538,11 +538,33 @@ def plot(results, cfg: Config) -> dict:
     for k in ("Safe-KL semi-dual OT", "exponential semi-dual OT"):
         gap = np.abs(ref - np.where(np.isfinite(o[k]), o[k], np.nan)) / abs(ref)
         runner.band_plot(ax, o["steps"], gap, label=k)
-    ax.axhline(0.01, color="k", ls=":")
+    ax.axhline(0.01, color="k", ls=":", label="claim threshold (1% of Sinkhorn)")
     runner.finish_axes(ax, xlabel="SGD steps", ylabel="|Sinkhorn - semi-dual(avg g)| / Sinkhorn",
-                       legend=True)
+                       title="entropic OT: semi-dual SGD vs Sinkhorn (ott-jax)", legend=True)
     figs["ot"] = fig
     return figs
+
+
+def _dot_plot(ax, names, data):
+    """One row per method (first on top): every seed's value as a dot (spread vertically so
+    equal values stay apart), the median of the finite seeds as a vertical bar, and a note on
+    rows whose seeds returned a non-finite objective (diverged)."""
+    rows = np.arange(len(names))[::-1]
+    n = max(len(v) for v in data)
+    offsets = np.linspace(-0.2, 0.2, n) if n > 1 else np.zeros(1)
+    xs = np.concatenate(data).astype(float)
+    ys = np.concatenate([row + offsets[:len(v)] for row, v in zip(rows, data, strict=True)])
+    ok = np.isfinite(xs)
+    ax.scatter(xs[ok], ys[ok], s=14, alpha=0.6, color="C0", label=f"one seed (of {n})")
+    med = [np.median(v[np.isfinite(v)]) if np.isfinite(v).any() else np.nan for v in data]
+    ax.plot(med, rows, ls="none", marker="|", ms=18, mew=2, color="k",
+            label="median over finite seeds")
+    for row, v in zip(rows, data, strict=True):
+        bad = int(np.sum(~np.isfinite(v)))
+        if bad:
+            ax.text(0.02, row, f"non-finite on {bad}/{len(v)} seeds (diverged)", fontsize=8,
+                    va="center", color="C3", transform=ax.get_yaxis_transform())
+    ax.set_yticks(rows, names, fontsize=8)
 
 
 # --------------------------------------------------------------------------- benchmark

@@ -576,13 +576,15 @@ def plot(results, cfg: Config) -> dict:
         curve = results["noise"][quantize]
         ax[0].loglog(curve[:, 0], np.maximum(curve[:, 3], 1e-17), "o-", label=quantize)
         ax[1].loglog(curve[:, 0], curve[:, 1] * curve[:, 2] / (n * m), "s-", label=quantize)
-    ax[0].axhline(0.01, color="k", ls=":", lw=0.8)
-    ax[0].set_xlabel("quantisation tol")
-    ax[0].set_ylabel("|reduced - full| / full (LP; 1e-17 = exact)")
-    ax[0].legend()
-    ax[1].set_xlabel("quantisation tol")
-    ax[1].set_ylabel("pq / nm")
+    ax[0].axhline(0.01, color="k", ls=":", lw=0.8, label="claim threshold 0.01")
+    ax[1].axhline(0.01, color="k", ls=":", lw=0.8, label="claim threshold 0.01")
+    runner.finish_axes(ax[0], xlabel="quantisation tol",
+                       ylabel="|reduced - full| / full (LP; 1e-17 = exact)",
+                       title="relative error of the OT value", legend=True)
+    runner.finish_axes(ax[1], xlabel="quantisation tol", ylabel="pq / nm (reduced / full size)",
+                       title="size reduction", legend=True)
     fig.suptitle(f"approximate symmetry: noise {cfg.noise:g} on C")
+    fig.tight_layout()
     figs["noise_curve"] = fig
     s = results["speed"]
     fig, ax = plt.subplots(figsize=(6, 3.8))

@@ -592,11 +592,16 @@ def plot(results: dict, cfg: Config) -> dict:
 
     figs = {}
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for w in cfg.widths:
+    # the widths' curves coincide (the claim: fidelity does not depend on d), so each width
+    # gets its own hollow marker, size and line style to stay visible under the others
+    styles = (("o", "-", 9), ("s", "--", 6), ("^", ":", 4), ("D", "-.", 3))
+    for i, w in enumerate(cfg.widths):
+        marker, ls, size = styles[i % len(styles)]
         runner.band_plot(ax0, cfg.perturbations, results["scaling"][f"width/{w}"]["fro"],
-                         label=f"width {w} (d={results['dims'][w]})", marker="o")
+                         label=f"width {w} (d={results['dims'][w]})", marker=marker, ls=ls,
+                         ms=size, mfc="none")
     ps = np.asarray(cfg.perturbations, float)
-    ax0.plot(ps, 1 / np.sqrt(ps), "k--", lw=0.8, label=r"$P^{-1/2}$")
+    ax0.plot(ps, 1 / np.sqrt(ps), "k:", lw=0.8, zorder=1, label=r"$P^{-1/2}$")
     runner.finish_axes(ax0, xlabel="perturbations P",
                        ylabel=r"$\|\hat K - K\|_F / (\|J_o\|_F\|J_u\|_F)$",
                        title="dimension-free fidelity (median, 10-90%)")
@@ -604,7 +609,7 @@ def plot(results: dict, cfg: Config) -> dict:
         runner.band_plot(ax1, cfg.out_sizes, _out(results, kind), label=lab, marker="o")
     vs = np.asarray(cfg.out_sizes, float)
     ax1.plot(vs, np.sqrt(vs / cfg.out_perturbations), "k--", lw=0.8, label=r"$\sqrt{V/P}$")
-    runner.finish_axes(ax1, xlabel="output size V",
+    runner.finish_axes(ax1, xlabel="output size V", ylabel="kernel estimation error",
                        title=f"output-size dependence, P={cfg.out_perturbations}")
     fig.subplots_adjust(wspace=0.28)  # (tight_layout costs about a second per figure here)
     figs["kernel_fidelity"] = fig

@@ -287,12 +287,4 @@ def test_figures_are_readable(experiment, quick_results):
     """The QUICK figure (rates) passes the readability check: titles, axis labels, legends,
     y-ranges fitted to the data (the ridge panel no longer reaches down to 1e-22), tick labels
     that do not overlap and no series hidden under another drawn in the same style."""
-    import matplotlib.pyplot as plt
-
-    runner.use_agg()
-    figures = experiment.plot(quick_results, experiment.QUICK)
-    try:
-        runner.assert_figures_readable(figures)
-    finally:
-        for fig in figures.values():
-            plt.close(fig)
+    runner.check_quick_figures(experiment, quick_results)

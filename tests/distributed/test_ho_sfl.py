@@ -349,3 +349,12 @@ def test_claims_quick(experiment, quick_results):
     # backprop keeps every hidden layer's activations: 2 x (batch x width) float32 per layer
     assert summary["memory_bytes_per_hidden_layer/fo_client"] == pytest.approx(
         2 * 4 * quick.memory_batch * quick.client_sizes[1], rel=0.05)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (convergence, communication_memory) pass the readability check:
+    titles, axis labels, legends that say what the shaded bands are, y-ranges fitted to the
+    data, tick labels that do not overlap and no series hidden under another drawn in the same
+    style."""
+    runner.check_quick_figures(experiment, quick_results)

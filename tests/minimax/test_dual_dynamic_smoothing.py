@@ -512,3 +512,11 @@ def test_claims_quick(experiment, quick_results):
     clock = "equal_time_win_fraction_long"
     checked = runner.check_quick_claims(experiment, quick_results, tolerate={clock})
     assert 0.0 <= {c.name: c.value for c in checked}[clock] <= 1.0
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (matrix_game, robust, nuclear) pass the readability check: titles,
+    axis labels, legends that say what the shaded bands are, y-ranges fitted to the data, tick
+    labels that do not overlap and no series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)

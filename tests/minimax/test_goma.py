@@ -344,15 +344,7 @@ def test_figures_are_readable(experiment, quick_results):
     titles, axis labels, legends that say what the shaded bands are, y-ranges fitted to the
     data, tick labels that do not overlap and no series hidden under another drawn in the same
     style (the sweep's three gammas coincide at slope -2; diverging settings at slope 0)."""
-    import matplotlib.pyplot as plt
-
-    runner.use_agg()
-    figures = experiment.plot(quick_results, experiment.QUICK)
-    try:
-        runner.assert_figures_readable(figures)
-    finally:
-        for fig in figures.values():
-            plt.close(fig)
+    runner.check_quick_figures(experiment, quick_results)
 
 
 def test_anchor_does_not_share_the_params_buffer():

@@ -417,3 +417,11 @@ def test_admm_agrees_with_clarabel():
 def test_claims_quick(experiment, quick_results):
     """Every claim at QUICK size (key 0)."""
     runner.check_quick_claims(experiment, quick_results)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (bounds, pga) pass the readability check: titles, axis labels, legends
+    that say what the shaded bands are, y-ranges fitted to the data, tick labels that do not
+    overlap and no series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)

@@ -428,3 +428,12 @@ def test_claims_quick(experiment, quick_results):
     for name in ("lagrange", "divide", "uniform", "gaussian", "gmm2", "group_dro", "routed"):
         assert np.all(experiment._worst_np(quick_results, name) >= bound - 1e-4), name
     assert all(np.isfinite(v) for v in experiment.summarize(quick_results).values())
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (worst_kl and training) pass the readability check: titles, axis labels,
+    legends that say what the shaded bands are, y-ranges fitted to the data, tick labels that do not
+    overlap and no series hidden under another drawn in the same style (the per-seed worst-case KL
+    as a dot plot with the seed medians)."""
+    runner.check_quick_figures(experiment, quick_results)

@@ -281,3 +281,11 @@ def test_claims_quick(experiment, quick_results):
     calls slope 2.89 vs 4.5, SEG max crossing 527 vs 2e4, crossing vs linearised 0.20 vs 0.69,
     FBF ratio 1.18 vs 10, relaxed FBF calls 7440 vs 2e6, SGDA diverged fraction 1 vs 1."""
     runner.check_quick_claims(experiment, quick_results)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (complexity, divergence and weak_minty) pass the readability check: titles,
+    axis labels, legends that say what the shaded bands are, y-ranges fitted to the data, tick
+    labels that do not overlap and no series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)

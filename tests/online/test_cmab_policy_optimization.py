@@ -285,3 +285,11 @@ def test_claims_quick(experiment, quick_results):
     ``exp.KNOWN_FAILING`` (the tuned comparisons), which must still fail."""
     runner.check_quick_claims(experiment, quick_results)
     assert all(np.isfinite(v).all() for v in jax.tree.leaves(experiment.summarize(quick_results)))
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK regret figure passes the readability check: title, axis labels, a legend
+    saying what each shaded seed band is, a y-range fitted to the data, tick labels that do not
+    overlap and no series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)

@@ -301,12 +301,4 @@ def test_figures_are_readable(experiment, quick_results):
     dimension figure had none), axis labels, legends that say what the shaded bands are,
     y-ranges fitted to the data, tick labels that do not overlap (plain ticks at the dimensions
     run) and no series hidden under another drawn in the same style."""
-    import matplotlib.pyplot as plt
-
-    runner.use_agg()
-    figures = experiment.plot(quick_results, experiment.QUICK)
-    try:
-        runner.assert_figures_readable(figures)
-    finally:
-        for fig in figures.values():
-            plt.close(fig)
+    runner.check_quick_figures(experiment, quick_results)

@@ -389,3 +389,11 @@ def test_claims_quick(experiment, quick_results):
     measured values and KNOWN_FAILING."""
     # exactly the documented misses fail (one that starts passing is noticed too)
     runner.check_quick_claims(experiment, quick_results)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (efficiency and allocation) pass the readability check: titles, axis
+    labels, legends that say what the shaded bands are, y-ranges fitted to the data, tick labels
+    that do not overlap and no series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)

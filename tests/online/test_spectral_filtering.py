@@ -339,3 +339,12 @@ def test_claims_quick(experiment, quick_results):
     # exactly the documented non-reproductions fail (one that starts passing is noticed too)
     checked = runner.check_quick_claims(experiment, quick_results)
     assert all(np.isfinite(r.value) for r in checked)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (lds_noisy, lorenz and filters) pass the readability check: titles, axis
+    labels, legends that say what the shaded bands are, y-ranges fitted to the data, tick labels
+    that do not overlap and no series hidden under another drawn in the same style (OSF (RLS) and
+    AR(8) RLS coincide)."""
+    runner.check_quick_figures(experiment, quick_results)

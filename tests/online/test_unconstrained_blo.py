@@ -460,6 +460,14 @@ def test_claims_quick(experiment, quick_results):
     runner.check_quick_claims(experiment, quick_results)
 
 
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (static_regret and dynamic_regret) pass the readability check: titles, axis
+    labels, legends that say what the shaded bands are, y-ranges fitted to the data, tick labels
+    that do not overlap and no series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)
+
+
 @pytest.mark.parametrize("name", ["coin_betting", "projected_ogd", "dynamic_ensemble"])
 def test_state_owns_its_copy_of_the_initial_params(name):
     """A training loop donates params and state together; a state that shares the initial

@@ -350,6 +350,15 @@ def test_claims_quick(experiment, quick_results):
         plt.close(fig)
 
 
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (scaling, optimization, generalization) pass the readability check:
+    titles, axis labels, legends that say what the shaded bands are, y-ranges fitted to the
+    data, tick labels that do not overlap and no series hidden under another drawn in the same
+    style (each optimization panel labels its own y axis)."""
+    runner.check_quick_figures(experiment, quick_results)
+
+
 def test_make_problem_is_runs_first_dataset(experiment, quick_results):
     prob = experiment.make_problem(experiment.QUICK, jax.random.PRNGKey(0))
     assert prob.data.shape == (max(experiment.QUICK.opt_ns), experiment.QUICK.d)

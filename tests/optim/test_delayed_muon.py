@@ -501,3 +501,12 @@ def test_claims_quick(experiment, quick_results):
     figs = experiment.plot(results, experiment.QUICK)
     assert set(figs) == {"teacher_student", "least_squares", "stability"}
     plt.close("all")
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (teacher_student, least_squares: each panel labels its y axis;
+    stability) pass the readability check: titles, axis labels, legends that say what the
+    shaded bands are, y-ranges fitted to the data, tick labels that do not overlap and no
+    series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)

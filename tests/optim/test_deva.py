@@ -645,3 +645,11 @@ def test_claims_quick(experiment, quick_results):
     assert set(figs) == {"trace_quadratic"}  # QUICK has no classifier (FULL adds "model")
     for fig in figs.values():
         plt.close(fig)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK trace_quadratic figure passes the readability check: titles, axis labels,
+    legends that say what the shaded bands are, y-ranges fitted to the data, tick labels that
+    do not overlap and no series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)

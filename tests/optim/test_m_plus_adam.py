@@ -634,3 +634,12 @@ def test_claims_quick(experiment, quick_results):
     assert set(figs) == {"loss", "stagnation", "descent"}
     for fig in figs.values():
         plt.close(fig)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (loss, stagnation and descent) pass the readability check: titles, axis
+    labels, legends that say what the shaded bands are, y-ranges fitted to the data, tick labels
+    that do not overlap and no series hidden under another drawn in the same style (Adam FP8 and
+    M+Adam FP8 coincide)."""
+    runner.check_quick_figures(experiment, quick_results)

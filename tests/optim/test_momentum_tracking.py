@@ -429,3 +429,12 @@ def test_claims_quick(experiment, quick_results):
     assert set(figs) == {"decomposition", "drift_amplification", "regime"}
     for fig in figs.values():
         plt.close(fig)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (decomposition, drift_amplification and regime) pass the readability check:
+    titles, axis labels, legends that say what the shaded bands are, y-ranges fitted to the data,
+    tick labels that do not overlap and no series hidden under another drawn in the same style (the
+    three decomposition panels each with their legend and y label)."""
+    runner.check_quick_figures(experiment, quick_results)

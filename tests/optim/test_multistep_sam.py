@@ -440,6 +440,16 @@ def test_claims_quick(experiment):
         plt.close(fig)
 
 
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (minimax, equal_compute, inner_shortfall and classifier) pass the
+    readability check: titles, axis labels, legends that say what the shaded bands are, y-ranges
+    fitted to the data, tick labels that do not overlap and no series hidden under another drawn in
+    the same style (K=1 with cold starts is SAM, so their trajectories coincide; on the classifier
+    K=3 and SAM nearly agree)."""
+    runner.check_quick_figures(experiment, quick_results)
+
+
 def _classifier_run(exp, cfg, name):
     """``train(**kwargs)``: :func:`train_classifier` of method ``name`` on a two-moons set, and
     the seed keys and transformation it uses."""

@@ -336,3 +336,12 @@ def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``)."""
     runner.check_quick_claims(experiment, quick_results)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (coverage, consistency with plain N tick labels, product_mix) pass the
+    readability check: titles, axis labels, legends that say what the shaded bands are,
+    y-ranges fitted to the data, tick labels that do not overlap and no series hidden under
+    another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)

@@ -530,6 +530,16 @@ def test_claims_quick(experiment, quick_results):
     runner.check_quick_claims(experiment, quick_results)
 
 
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (downstream: seeds and medians per method in rows; accuracy_rejection:
+    a line style, marker and labelled 10-90% band per method) pass the readability check:
+    titles, axis labels, legends that say what the shaded bands are, y-ranges fitted to the
+    data, tick labels that do not overlap and no series hidden under another drawn in the same
+    style."""
+    runner.check_quick_figures(experiment, quick_results)
+
+
 # --------------------------------------------------------------------------- baselines
 
 

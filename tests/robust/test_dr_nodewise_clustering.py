@@ -277,6 +277,15 @@ def test_claims_quick(experiment, quick_results):
     runner.check_quick_claims(experiment, quick_results)
 
 
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (accuracy: horizontal box plots whose legend names the box parts;
+    admm_residuals) pass the readability check: titles, axis labels, legends that say what the
+    shaded bands are, y-ranges fitted to the data, tick labels that do not overlap and no
+    series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)
+
+
 # --------------------------------------------------------------- square-root Lasso and LRR
 
 

@@ -474,3 +474,12 @@ def test_claims_quick(experiment, quick_results):
     """QUICK config, key 0: every claim passes except the documented non-reproductions
     ``exp.KNOWN_FAILING`` (less ``exp.FULL_ONLY_FAILING``), which must still fail."""
     runner.check_quick_claims(experiment, quick_results)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (basin, gd_eps<eps> for each eps of the pair, and eps_scaling) pass the
+    readability check: titles, axis labels, legends that say what the shaded bands are, y-ranges
+    fitted to the data, tick labels that do not overlap and no series hidden under another drawn in
+    the same style (one plain tick label per measured eps)."""
+    runner.check_quick_figures(experiment, quick_results)

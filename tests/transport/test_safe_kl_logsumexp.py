@@ -294,3 +294,12 @@ def test_claims_quick(experiment, quick_results):
     must still fail (a change in either direction shows here). Measured at QUICK: Safe-KL
     gradient error 2.69% vs 2%, Adam exponential dual failing on 0 of 8 seeds."""
     runner.check_quick_claims(experiment, quick_results)
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (identity, dro and ot) pass the readability check: titles, axis labels,
+    legends that say what the shaded bands are, y-ranges fitted to the data, tick labels that do not
+    overlap and no series hidden under another drawn in the same style (the DRO seeds as a dot plot,
+    the diverging exponential dual noted on its row)."""
+    runner.check_quick_figures(experiment, quick_results)

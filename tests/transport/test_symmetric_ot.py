@@ -393,6 +393,15 @@ def test_claims_quick(experiment, quick_results):
     assert summary["claim 3 n, p, q, |G|"][1:3] == [8, 8]
 
 
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (noise_curve: value error and size reduction against the quantisation
+    tolerance; speed) pass the readability check: titles, axis labels, legends that say what
+    the shaded bands are, y-ranges fitted to the data, tick labels that do not overlap and no
+    series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)
+
+
 def test_unstable_refinement_and_code_overflow_fall_back_or_raise():
     """A path graph needs ~n/2 refinement rounds: capped at 3 the partition is not yet stable
     and must fall back to the full problem (even without the exact check); a huge cost range

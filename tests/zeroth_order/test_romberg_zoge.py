@@ -413,6 +413,14 @@ def test_claims_quick(experiment, quick_results):
         plt.close(fig)
 
 
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (bias_order, zo_sgd and noise_and_variance) pass the readability check:
+    titles, axis labels, legends that say what the shaded bands are, y-ranges fitted to the data,
+    tick labels that do not overlap and no series hidden under another drawn in the same style."""
+    runner.check_quick_figures(experiment, quick_results)
+
+
 def test_benchmark_smoke(experiment):
     out = experiment.benchmark(dim=256, repeats=2, inner=2)
     assert out["evaluations"] == 6 and out["dim"] == 256

@@ -357,3 +357,12 @@ def test_claims_quick(experiment, quick_results):
     summary = experiment.summarize(quick_results)
     # the ZO step is NOT explained by the exact eNTK (K_hat != K at P = 16)
     assert min(summary["one-step rel error median/ZO-SGD P=16 vs eNTK"]) > 0.5
+
+
+@pytest.mark.claims
+def test_figures_are_readable(experiment, quick_results):
+    """The QUICK figures (kernel_fidelity and one_step) pass the readability check: titles, axis
+    labels, legends that say what the shaded bands are, y-ranges fitted to the data, tick labels
+    that do not overlap and no series hidden under another drawn in the same style (the widths'
+    fidelity curves coincide)."""
+    runner.check_quick_figures(experiment, quick_results)
