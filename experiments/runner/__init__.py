@@ -20,8 +20,8 @@ runner`` and use the names below.
 * :mod:`~experiments.runner.plotting`: :func:`use_agg`, :func:`band_plot`,
   :func:`finish_axes` (the tail every ``plot`` shares), :func:`save_figures`,
   :func:`check_figure` and :func:`assert_figures_readable` (titles, labels, legends, labelled
-  bands, fitted y-ranges, no hidden series), :func:`check_quick_figures` (the per-paper
-  figures test).
+  bands, fitted y-ranges, no hidden series), :func:`check_figures` and
+  :func:`check_quick_figures` (the per-paper figures test).
 """
 
 from experiments.runner.claims import check_quick_claims, claim_values
@@ -52,6 +52,7 @@ from experiments.runner.plotting import (
     assert_figures_readable,
     band_plot,
     check_figure,
+    check_figures,
     check_quick_figures,
     finish_axes,
     save_figures,
@@ -95,6 +96,7 @@ __all__ = [
     "available_slugs",
     "band_plot",
     "check_figure",
+    "check_figures",
     "check_quick_figures",
     "check_checkpoint_config",
     "check_quick_claims",

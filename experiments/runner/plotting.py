@@ -13,6 +13,7 @@ __all__ = [
     "assert_figures_readable",
     "band_plot",
     "check_figure",
+    "check_figures",
     "check_quick_figures",
     "finish_axes",
     "save_figures",
@@ -332,15 +333,24 @@ def assert_figures_readable(figures: Mapping[str, Any]) -> None:
         raise AssertionError("unreadable figures:\n  " + "\n  ".join(problems))
 
 
-def check_quick_figures(exp, results) -> None:
-    """The per-paper figures test: ``exp.plot(results, exp.QUICK)`` on the Agg backend passes
-    :func:`assert_figures_readable`; the figures are closed afterwards."""
+def check_figures(exp, results, cfg, *, names=None) -> None:
+    """``exp.plot(results, cfg)`` on the Agg backend returns the figures ``names`` (a set,
+    when given) and they pass :func:`assert_figures_readable`; the figures are closed
+    afterwards."""
     import matplotlib.pyplot as plt
 
     use_agg()
-    figures = exp.plot(results, exp.QUICK)
+    figures = exp.plot(results, cfg)
     try:
+        if names is not None:
+            assert set(figures) == set(names), (f"figures {sorted(figures)}, expected "
+                                                f"{sorted(names)}")
         assert_figures_readable(figures)
     finally:
         for fig in figures.values():
             plt.close(fig)
+
+
+def check_quick_figures(exp, results, *, names=None) -> None:
+    """The per-paper figures test: :func:`check_figures` at ``exp.QUICK``."""
+    check_figures(exp, results, exp.QUICK, names=names)

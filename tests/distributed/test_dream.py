@@ -520,13 +520,7 @@ def test_claims_quick(experiment, quick_results):
     FMGDA gap ~0.6 (0.05), speedup slope ~-0.98 (-0.5)."""
     runner.check_quick_claims(experiment, quick_results)
     assert not getattr(experiment, "KNOWN_FAILING", ())
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(quick_results, experiment.QUICK)
-    assert set(figs) == {"drift", "speedup"}
-    for fig in figs.values():
-        plt.close(fig)
+    runner.check_figures(experiment, quick_results, experiment.QUICK, names={"drift", "speedup"})
 
 
 @pytest.mark.claims

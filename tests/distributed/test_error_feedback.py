@@ -263,12 +263,7 @@ def test_claims_quick(experiment, quick_results):
     ratios <= 0.997, gradient bound ratio 0.65, fitted rates <= 0.993 rho."""
     runner.check_quick_claims(experiment, quick_results)
     assert not getattr(experiment, "KNOWN_FAILING", ())
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(quick_results, experiment.QUICK)
-    assert set(figs) == {"rates"}
-    plt.close("all")
+    runner.check_figures(experiment, quick_results, experiment.QUICK, names={"rates"})
 
 
 def test_benchmark_and_multihost_case_smoke(experiment):

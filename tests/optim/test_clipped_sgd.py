@@ -341,13 +341,8 @@ def test_claims_quick(experiment, quick_results):
     summary = experiment.summarize(results)
     assert 0.6 < summary["SGD measured / closed form (median)"] < 1.5
     assert summary["error slope to xhat_N/SGD"] == experiment.error_slope(results, experiment.SGD)
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(results, experiment.QUICK)
-    assert set(figs) == {"scaling", "optimization", "generalization"}
-    for fig in figs.values():
-        plt.close(fig)
+    runner.check_figures(experiment, results, experiment.QUICK,
+                         names={"scaling", "optimization", "generalization"})
 
 
 @pytest.mark.claims

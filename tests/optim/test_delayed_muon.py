@@ -495,12 +495,8 @@ def test_claims_quick(experiment, quick_results):
     runner.check_quick_claims(experiment, results)
     summary = experiment.summarize(results)
     assert all(np.isfinite(v) for v in summary.values())
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(results, experiment.QUICK)
-    assert set(figs) == {"teacher_student", "least_squares", "stability"}
-    plt.close("all")
+    runner.check_figures(experiment, results, experiment.QUICK,
+                         names={"teacher_student", "least_squares", "stability"})
 
 
 @pytest.mark.claims

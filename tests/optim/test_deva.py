@@ -638,13 +638,9 @@ def test_claims_quick(experiment, quick_results):
     runner.check_quick_claims(experiment, results)
     summary = experiment.summarize(results)
     assert all(np.isfinite(v) for v in summary.values())
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(results, experiment.QUICK)
-    assert set(figs) == {"trace_quadratic"}  # QUICK has no classifier (FULL adds "model")
-    for fig in figs.values():
-        plt.close(fig)
+    # QUICK has no classifier (FULL adds "model")
+    runner.check_figures(experiment, results, experiment.QUICK,
+                         names={"trace_quadratic"})
 
 
 @pytest.mark.claims

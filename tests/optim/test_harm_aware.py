@@ -607,13 +607,8 @@ def test_claims_quick(experiment, quick_results):
     summary = experiment.summarize(results)
     assert summary["qp_violated_fraction_before_mean"] > 0.1  # claim 2 is not vacuous
     assert results["harm"]["SGD-momentum"].shape == (experiment.QUICK.seeds, experiment.QUICK.steps)
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(results, experiment.QUICK)
-    assert set(figs) == {"harm", "accuracy", "proxy_quality"}
-    for fig in figs.values():
-        plt.close(fig)
+    runner.check_figures(experiment, results, experiment.QUICK,
+                         names={"harm", "accuracy", "proxy_quality"})
 
 
 @pytest.mark.claims

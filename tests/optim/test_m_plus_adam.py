@@ -627,13 +627,8 @@ def test_claims_quick(experiment, quick_results):
     assert by_name["loss_ratio_m_plus_adam_vs_adam_fp8"].value > 0.9
     summary = experiment.summarize(results)
     assert summary["storage round-trip max error (all methods)"] == 0.0
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(results, experiment.QUICK)
-    assert set(figs) == {"loss", "stagnation", "descent"}
-    for fig in figs.values():
-        plt.close(fig)
+    runner.check_figures(experiment, results, experiment.QUICK,
+                         names={"loss", "stagnation", "descent"})
 
 
 @pytest.mark.claims

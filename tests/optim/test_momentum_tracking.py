@@ -422,13 +422,8 @@ def test_claims_quick(experiment, quick_results):
                                rtol=1e-12)
     summary = experiment.summarize(results)
     assert summary["HB exact local drift exponent at 1-beta=0.001"] == pytest.approx(1.0, abs=0.02)
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(results, experiment.QUICK)
-    assert set(figs) == {"decomposition", "drift_amplification", "regime"}
-    for fig in figs.values():
-        plt.close(fig)
+    runner.check_figures(experiment, results, experiment.QUICK,
+                         names={"decomposition", "drift_amplification", "regime"})
 
 
 @pytest.mark.claims

@@ -431,13 +431,8 @@ def test_claims_quick(experiment):
     summary = experiment.summarize(results)
     for tag in ("warm", "cold"):
         assert np.isfinite(summary[f"equal_compute_gap_ratio_K10_K1_{tag}"])
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(results, experiment.QUICK)
-    assert set(figs) == {"minimax", "equal_compute", "inner_shortfall"}
-    for fig in figs.values():
-        plt.close(fig)
+    runner.check_figures(experiment, results, experiment.QUICK,
+                         names={"minimax", "equal_compute", "inner_shortfall"})
 
 
 @pytest.mark.claims

@@ -404,13 +404,8 @@ def test_claims_quick(experiment, quick_results):
     assert summary["two_point_trace_cov_over_(d-1)|grad|^2"] == pytest.approx(1.0, abs=0.015)
     for lv in range(3):
         assert summary[f"bias_over_leading_term_median/R={lv}"] == pytest.approx(1.0, abs=0.05)
-    runner.use_agg()
-    import matplotlib.pyplot as plt
-
-    figs = experiment.plot(quick_results, experiment.QUICK)
-    assert set(figs) == {"bias_order", "zo_sgd", "noise_and_variance"}
-    for fig in figs.values():
-        plt.close(fig)
+    runner.check_figures(experiment, quick_results, experiment.QUICK,
+                         names={"bias_order", "zo_sgd", "noise_and_variance"})
 
 
 @pytest.mark.claims
